@@ -1,0 +1,83 @@
+"""Iteration order of Java's ``HashMap``/``HashSet``, where Kafka's answers depend on it.
+
+Kafka's sticky assignor visits members in the order of a fresh ``HashMap`` keyed by member id, and
+its tests assert results that follow from that order (spec section 0.3). To be Kafka-exact we
+reproduce it: keys fall into buckets by their spread hash, buckets are visited in index order, and
+keys inside a bucket keep insertion order. (Java turns a crowded bucket into a tree only past 8
+entries and a table of 64, where colliding ``String`` keys are ordered by ``compareTo``; with the
+spread hash that needs 9 keys sharing one bucket, so insertion order is what real groups see.)
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Hashable, Iterable, Sequence, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+_MASK32 = 0xFFFFFFFF
+
+
+def string_hash(s: str) -> int:
+    """``java.lang.String.hashCode`` as an unsigned 32-bit value (over UTF-16 code units)."""
+    h = 0
+    if s.isascii():
+        for ch in s.encode("ascii"):
+            h = (31 * h + ch) & _MASK32
+        return h
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
+    return h
+
+
+def uuid_hash(u: uuid.UUID) -> int:
+    """Kafka ``Uuid.hashCode``: ``(int)(x >> 32) ^ (int)x`` with ``x = msb ^ lsb``, unsigned 32-bit."""
+    msb = u.int >> 64
+    lsb = u.int & 0xFFFFFFFFFFFFFFFF
+    x = msb ^ lsb
+    return ((x >> 32) ^ x) & _MASK32
+
+
+def _spread(h: int) -> int:
+    return (h ^ (h >> 16)) & _MASK32
+
+
+def table_capacity(n: int) -> int:
+    """Capacity of a default ``HashMap`` after ``n`` puts (initial 16, load factor 0.75)."""
+    cap = 16
+    while n > 0.75 * cap:
+        cap *= 2
+    return cap
+
+
+def hashmap_order(keys: Sequence[K], hash_of=None) -> list[K]:
+    """The order in which a fresh Java ``HashMap`` filled with ``keys`` (in order) iterates them.
+
+    ``hash_of`` gives the Java ``hashCode`` of a key; by default keys are strings.
+    Duplicate keys keep their first position, as a second ``put`` does not move a key.
+    """
+    if hash_of is None:
+        hash_of = string_hash
+    seen: set = set()
+    unique: list[K] = []
+    for k in keys:
+        if k not in seen:
+            seen.add(k)
+            unique.append(k)
+    mask = table_capacity(len(unique)) - 1
+    # sorted() is stable, so keys that share a bucket keep their insertion order.
+    return sorted(unique, key=lambda k: _spread(hash_of(k)) & mask)
+
+
+def hashmap_order_of(items: Iterable[K], hash_of=None) -> list[K]:
+    return hashmap_order(list(items), hash_of)
+
+
+def uuid_compare_key(u: uuid.UUID) -> tuple[int, int]:
+    """Sort key reproducing Kafka ``Uuid.compareTo`` / ``java.util.UUID.compareTo`` (signed halves)."""
+
+    def signed64(v: int) -> int:
+        return v - (1 << 64) if v >= (1 << 63) else v
+
+    return (signed64(u.int >> 64), signed64(u.int & 0xFFFFFFFFFFFFFFFF))
