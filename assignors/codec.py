@@ -1,0 +1,394 @@
+"""The JSON group-spec contract: one decoded JSON object in, a :class:`GroupSpec` out, and back.
+
+This is the stable public contract of ``rebalance-monitor assign`` and of the Java reference in
+``jvm/reference`` (one spec per JSON Lines line)::
+
+    {"id": "s1", "assignor": "cooperative-sticky",
+     "topics": {"t0": {"partitions": 3, "racks": [["ra", "rb"], ["rb"], ["rc"]]}},
+     "members": [{"member_id": "c1", "group_instance_id": null, "rack": "ra", "topics": ["t0"],
+                  "owned_partitions": [["t0", 0]], "generation": 4}]}
+
+and the answer line::
+
+    {"id": "s1", "assignor": "cooperative-sticky", "assignment": {"c1": [["t0", 0]]},
+     "transferring": [["t0", 1, "c2"]], "elapsed_ms": 0.42}
+
+``racks``, ``group_instance_id``, ``rack``, ``owned_partitions`` and ``generation`` are optional
+(``generation`` -1 or absent = unknown). The order of ``members`` is the order in which Kafka's
+Java subscription ``HashMap`` was filled (spec section 0.3), so it is kept exactly.
+
+Everything here is pure: dicts in, dicts out. Reading and writing lines is the caller's business.
+Each malformed field raises :class:`InvalidGroupSpecError` naming the field path and the value,
+because a spec file is usually written by hand or by another program and the path is what lets
+its author find the mistake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import AssignmentError, InvalidGroupSpecError, UnknownAssignorError
+from .model import (
+    UNKNOWN_GENERATION,
+    GroupAssignment,
+    GroupSpec,
+    MemberSpec,
+    TopicPartition,
+    TopicSpec,
+)
+from .registry import get_assignor
+
+_SPEC_KEYS = frozenset({"id", "assignor", "topics", "members"})
+_TOPIC_KEYS = frozenset({"partitions", "racks"})
+_MEMBER_KEYS = frozenset(
+    {"member_id", "group_instance_id", "rack", "topics", "owned_partitions", "generation"}
+)
+
+SpecId = str | int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSpec:
+    """One input line: its id (echoed back), the assignor to run and the group spec."""
+
+    spec_id: SpecId
+    assignor: str
+    spec: GroupSpec
+
+
+def spec_id_of(obj: object) -> SpecId:
+    """The ``id`` of a decoded line if it has a usable one, else ``None`` (for error lines)."""
+    if isinstance(obj, Mapping):
+        value = obj.get("id")
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+    return None
+
+
+def parse_group_spec(obj: object, assignor_override: str | None = None) -> ParsedSpec:
+    """Validate one decoded JSON spec and turn it into a :class:`ParsedSpec`.
+
+    ``assignor_override`` (the CLI's ``--assignor``) replaces the line's ``assignor``; a line with
+    neither is invalid. The assignor name is checked against the registry so that a typo is
+    reported on its own line rather than when the assignor would run.
+    """
+    if not isinstance(obj, Mapping):
+        raise InvalidGroupSpecError(f"a group spec must be a JSON object, got {_show(obj)}")
+    _reject_unknown_keys(obj, _SPEC_KEYS, "")
+
+    spec_id = _parse_id(obj)
+    assignor = _parse_assignor(obj, assignor_override)
+    topics = _parse_topics(obj.get("topics", _MISSING))
+    members = _parse_members(obj.get("members", _MISSING))
+    group_id = "" if spec_id is None else str(spec_id)
+    return ParsedSpec(spec_id, assignor, GroupSpec(members=members, topics=topics, group_id=group_id))
+
+
+def format_group_assignment(
+    spec_id: SpecId,
+    assignor: str,
+    spec: GroupSpec,
+    result: GroupAssignment,
+    elapsed_ms: float,
+) -> dict[str, Any]:
+    """The answer line for ``spec``: every member in spec order, transferring sorted by partition.
+
+    An assignor that leaves a member out or invents one is broken; that is reported as an
+    :class:`AssignmentError` instead of being papered over with an empty list, so that the
+    differential tests against Kafka see it.
+    """
+    member_ids = [m.member_id for m in spec.members]
+    missing = [m for m in member_ids if m not in result.assignment]
+    extra = sorted(set(result.assignment) - set(member_ids))
+    if missing or extra:
+        raise AssignmentError(
+            f"assignor {assignor!r} returned an assignment whose members do not match the spec"
+            f" (missing {missing}, unknown {extra}); this is a bug in the assignor"
+        )
+    assignment = {
+        member_id: [[tp.topic, tp.partition] for tp in result.assignment[member_id]]
+        for member_id in member_ids
+    }
+    transferring = [
+        [tp.topic, tp.partition, owner]
+        for tp, owner in sorted(result.transferring.items(), key=lambda item: item[0])
+    ]
+    return {
+        "id": spec_id,
+        "assignor": assignor,
+        "assignment": assignment,
+        "transferring": transferring,
+        # Microsecond resolution is all perf_counter gives meaningfully for one call.
+        "elapsed_ms": round(elapsed_ms, 4),
+    }
+
+
+def format_error(spec_id: SpecId, message: str) -> dict[str, Any]:
+    return {"id": spec_id, "error": message}
+
+
+def format_group_spec(spec: GroupSpec, spec_id: SpecId = None, assignor: str | None = None) -> dict[str, Any]:
+    """The JSON form of ``spec`` (the inverse of :func:`parse_group_spec`); optional fields are
+    written only when set, so generated spec files stay small."""
+    topics: dict[str, Any] = {}
+    for name, topic in spec.topics.items():
+        entry: dict[str, Any] = {"partitions": topic.partitions}
+        if topic.replica_racks is not None:
+            entry["racks"] = [sorted(racks) for racks in topic.replica_racks]
+        topics[name] = entry
+    members = []
+    for m in spec.members:
+        entry = {"member_id": m.member_id, "topics": list(m.topics)}
+        if m.group_instance_id is not None:
+            entry["group_instance_id"] = m.group_instance_id
+        if m.rack is not None:
+            entry["rack"] = m.rack
+        if m.owned_partitions:
+            entry["owned_partitions"] = [[tp.topic, tp.partition] for tp in m.owned_partitions]
+        if m.generation != UNKNOWN_GENERATION:
+            entry["generation"] = m.generation
+        members.append(entry)
+    out: dict[str, Any] = {}
+    if spec_id is not None:
+        out["id"] = spec_id
+    if assignor is not None:
+        out["assignor"] = assignor
+    out["topics"] = topics
+    out["members"] = members
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAnswer:
+    """An answer line read back (from our CLI or the Java reference), for comparisons."""
+
+    spec_id: SpecId
+    assignor: str
+    assignment: dict[str, list[TopicPartition]]
+    #: Withheld partition -> intended owner; ``None`` where the producer cannot know it (Kafka).
+    transferring: dict[TopicPartition, str | None]
+    elapsed_ms: float
+
+
+def parse_answer(obj: Mapping[str, Any]) -> ParsedAnswer:
+    """Read an answer line back; an error line raises :class:`AssignmentError` with its message."""
+    if "error" in obj:
+        raise AssignmentError(f"spec {obj.get('id')!r}: {obj['error']}")
+    assignment = {
+        member_id: [TopicPartition(t, p) for t, p in tps] for member_id, tps in obj["assignment"].items()
+    }
+    transferring = {TopicPartition(t, p): owner for t, p, owner in obj.get("transferring", [])}
+    return ParsedAnswer(obj.get("id"), obj["assignor"], assignment, transferring, float(obj["elapsed_ms"]))
+
+
+# --- parsing helpers ------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _show(value: object) -> str:
+    """A short rendering of a bad value for a message (JSON spelling where it differs)."""
+    if value is _MISSING:
+        return "nothing (the field is missing)"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_int(value: object) -> bool:
+    # JSON true/false decode to bool, which Python counts as int; a partition count of `true` is a mistake.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _reject_unknown_keys(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
+    # A misspelt optional field ("owned_partition") would otherwise be silently ignored and change
+    # the answer, so unknown keys are errors.
+    unknown = sorted(str(k) for k in obj if k not in allowed)
+    if unknown:
+        where = f"{path}: " if path else ""
+        raise InvalidGroupSpecError(
+            f"{where}unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(allowed))}"
+        )
+
+
+def _parse_id(obj: Mapping[str, Any]) -> SpecId:
+    value = obj.get("id")
+    if value is None or isinstance(value, str) or _is_int(value):
+        return value
+    raise InvalidGroupSpecError(f"id: must be a string, an integer or null, got {_show(value)}")
+
+
+def _parse_assignor(obj: Mapping[str, Any], override: str | None) -> str:
+    name = override if override is not None else obj.get("assignor", _MISSING)
+    if name is _MISSING or name is None:
+        raise InvalidGroupSpecError("assignor: missing (give it on the line or with --assignor)")
+    if not isinstance(name, str):
+        raise InvalidGroupSpecError(f"assignor: must be a string, got {_show(name)}")
+    try:
+        get_assignor(name)
+    except UnknownAssignorError as exc:
+        raise InvalidGroupSpecError(f"assignor: {exc}") from None
+    return name
+
+
+def _parse_topics(value: object) -> dict[str, TopicSpec]:
+    if not isinstance(value, Mapping):
+        raise InvalidGroupSpecError(f"topics: must be an object of topic name -> {{\"partitions\": N}}, got {_show(value)}")
+    topics: dict[str, TopicSpec] = {}
+    for name, entry in value.items():
+        path = f"topics[{name!r}]"
+        if not name:
+            raise InvalidGroupSpecError(f"{path}: a topic name must not be empty")
+        if not isinstance(entry, Mapping):
+            raise InvalidGroupSpecError(f"{path}: must be an object like {{\"partitions\": 3}}, got {_show(entry)}")
+        _reject_unknown_keys(entry, _TOPIC_KEYS, path)
+        partitions = entry.get("partitions", _MISSING)
+        if not _is_int(partitions):
+            raise InvalidGroupSpecError(f"{path}.partitions: must be an integer, got {_show(partitions)}")
+        if partitions < 0:
+            raise InvalidGroupSpecError(f"{path}.partitions: partition count {partitions} is negative")
+        topics[name] = TopicSpec(name, partitions, _parse_racks(entry.get("racks"), partitions, path))
+    return topics
+
+
+def _parse_racks(value: object, partitions: int, path: str) -> tuple[frozenset[str], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InvalidGroupSpecError(f"{path}.racks: must be a list (one list of racks per partition), got {_show(value)}")
+    if len(value) != partitions:
+        raise InvalidGroupSpecError(
+            f"{path}.racks: has {len(value)} entries but the topic has {partitions} partitions"
+            " (give one list of replica racks per partition)"
+        )
+    racks: list[frozenset[str]] = []
+    for i, replica_racks in enumerate(value):
+        if not isinstance(replica_racks, list):
+            raise InvalidGroupSpecError(f"{path}.racks[{i}]: must be a list of rack names, got {_show(replica_racks)}")
+        for j, rack in enumerate(replica_racks):
+            if not isinstance(rack, str) or not rack:
+                raise InvalidGroupSpecError(f"{path}.racks[{i}][{j}]: a rack must be a non-empty string, got {_show(rack)}")
+        racks.append(frozenset(replica_racks))
+    return tuple(racks)
+
+
+def _parse_members(value: object) -> tuple[MemberSpec, ...]:
+    if not isinstance(value, list):
+        raise InvalidGroupSpecError(f"members: must be a list of member objects, got {_show(value)}")
+    if not value:
+        # Kafka never runs an assignor for an empty group (the leader is a member), and the sticky
+        # assignors divide by the member count.
+        raise InvalidGroupSpecError("members: a group needs at least one member")
+    members: list[MemberSpec] = []
+    index_of_member: dict[str, int] = {}
+    index_of_instance: dict[str, int] = {}
+    for i, entry in enumerate(value):
+        path = f"members[{i}]"
+        member = _parse_member(entry, path)
+        if member.member_id in index_of_member:
+            raise InvalidGroupSpecError(
+                f"{path}.member_id: {member.member_id!r} is already used by members[{index_of_member[member.member_id]}]"
+            )
+        index_of_member[member.member_id] = i
+        if member.group_instance_id is not None:
+            # The coordinator fences a second member with the same instance id; a spec with two is
+            # not a state a real group can be in.
+            if member.group_instance_id in index_of_instance:
+                raise InvalidGroupSpecError(
+                    f"{path}.group_instance_id: {member.group_instance_id!r} is already used by"
+                    f" members[{index_of_instance[member.group_instance_id]}]"
+                )
+            index_of_instance[member.group_instance_id] = i
+        members.append(member)
+    return tuple(members)
+
+
+def _parse_member(entry: object, path: str) -> MemberSpec:
+    if not isinstance(entry, Mapping):
+        raise InvalidGroupSpecError(f"{path}: must be an object with member_id and topics, got {_show(entry)}")
+    _reject_unknown_keys(entry, _MEMBER_KEYS, path)
+
+    member_id = entry.get("member_id", _MISSING)
+    if not isinstance(member_id, str) or not member_id:
+        raise InvalidGroupSpecError(f"{path}.member_id: must be a non-empty string, got {_show(member_id)}")
+
+    instance_id = entry.get("group_instance_id")
+    if instance_id is not None and (not isinstance(instance_id, str) or not instance_id):
+        raise InvalidGroupSpecError(
+            f"{path}.group_instance_id: must be a non-empty string or null, got {_show(instance_id)}"
+        )
+
+    rack = entry.get("rack")
+    if rack is not None and (not isinstance(rack, str) or not rack):
+        raise InvalidGroupSpecError(f"{path}.rack: must be a non-empty string or null, got {_show(rack)}")
+
+    topics = _parse_subscription(entry.get("topics", _MISSING), path)
+    owned = _parse_owned(entry.get("owned_partitions", []), path)
+
+    generation = entry.get("generation", UNKNOWN_GENERATION)
+    if generation is None:
+        generation = UNKNOWN_GENERATION
+    if not _is_int(generation):
+        raise InvalidGroupSpecError(f"{path}.generation: must be an integer, got {_show(generation)}")
+    if generation < UNKNOWN_GENERATION:
+        raise InvalidGroupSpecError(
+            f"{path}.generation: {generation} is invalid (generations start at 0; -1 means unknown)"
+        )
+
+    return MemberSpec(
+        member_id=member_id,
+        topics=topics,
+        owned_partitions=owned,
+        generation=generation,
+        group_instance_id=instance_id,
+        rack=rack,
+    )
+
+
+def _parse_subscription(value: object, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise InvalidGroupSpecError(f"{path}.topics: must be a list of topic names, got {_show(value)}")
+    seen: set[str] = set()
+    for j, topic in enumerate(value):
+        if not isinstance(topic, str) or not topic:
+            raise InvalidGroupSpecError(f"{path}.topics[{j}]: a topic must be a non-empty string, got {_show(topic)}")
+        if topic in seen:
+            # Kafka's subscription is a set; the sticky assignors compare subscription sizes, so a
+            # repeated topic would change which algorithm runs.
+            raise InvalidGroupSpecError(f"{path}.topics[{j}]: topic {topic!r} is listed twice")
+        seen.add(topic)
+    return tuple(value)
+
+
+def _parse_owned(value: object, path: str) -> tuple[TopicPartition, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidGroupSpecError(
+            f"{path}.owned_partitions: must be a list of [topic, partition] pairs, got {_show(value)}"
+        )
+    owned: list[TopicPartition] = []
+    seen: set[TopicPartition] = set()
+    for j, pair in enumerate(value):
+        where = f"{path}.owned_partitions[{j}]"
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise InvalidGroupSpecError(f"{where}: must be a [topic, partition] pair, got {_show(pair)}")
+        topic, partition = pair
+        if not isinstance(topic, str) or not topic:
+            raise InvalidGroupSpecError(f"{where}: topic must be a non-empty string, got {_show(topic)}")
+        if not _is_int(partition):
+            raise InvalidGroupSpecError(f"{where}: partition of topic {topic!r} must be an integer, got {_show(partition)}")
+        if partition < 0:
+            raise InvalidGroupSpecError(f"{where}: partition {partition} of topic {topic!r} is negative")
+        tp = TopicPartition(topic, partition)
+        if tp in seen:
+            raise InvalidGroupSpecError(f"{where}: partition {partition} of topic {topic!r} is listed twice")
+        seen.add(tp)
+        # Claims on unknown topics or beyond the partition count are kept: a member can really
+        # report a stale claim (deleted topic, shrunk metadata) and Kafka's assignors drop those.
+        owned.append(tp)
+    return tuple(owned)

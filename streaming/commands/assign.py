@@ -1,0 +1,130 @@
+"""``rebalance-monitor assign``: run an assignor over JSON Lines group specs.
+
+Usage::
+
+    rebalance-monitor assign [--assignor NAME] [--input PATH|-] [--output PATH|-] [--repeat N] [--warmup W]
+
+Each input line is a group spec (see :mod:`assignors.codec`); each output line is the assignment,
+or ``{"id": ..., "error": "..."}`` for a line that could not be assigned. Lines are answered in
+order and a bad line does not stop the run; the exit code is 0 when every line succeeded and 1
+otherwise. Blank lines are skipped.
+
+``elapsed_ms`` is the in-process time of the assignor call alone (parsing and formatting are
+outside the clock), so it compares with the Java reference's number: with ``--repeat N`` the call
+runs N times and the median is reported, after ``--warmup W`` untimed calls.
+
+This module must not import PySpark: the command is used in tight loops by tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from contextlib import ExitStack
+from typing import IO, Any, Iterable, Iterator
+
+from assignors.codec import format_error, format_group_assignment, parse_group_spec, spec_id_of
+from assignors.errors import RebalanceMonitorError
+from assignors.registry import CONSUMER_ASSIGNOR_NAMES, get_assignor
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "assign",
+        help="run a Kafka assignor over JSON Lines group specs",
+        description=(
+            "Read group specs (JSON Lines), run the assignor of each line (or --assignor) and write"
+            " one answer line per spec, in order. Exit code 1 if any line failed."
+        ),
+    )
+    parser.add_argument(
+        "--assignor",
+        metavar="NAME",
+        help=f"assignor for every line, overriding the line's own ({', '.join(CONSUMER_ASSIGNOR_NAMES)})",
+    )
+    parser.add_argument("--input", default="-", metavar="PATH|-", help="spec file (default: stdin)")
+    parser.add_argument("--output", default="-", metavar="PATH|-", help="answer file (default: stdout)")
+    parser.add_argument(
+        "--repeat", type=_positive_int, default=1, metavar="N",
+        help="run each assignment N times and report the median time (default 1)",
+    )
+    parser.add_argument(
+        "--warmup", type=_non_negative_int, default=0, metavar="W",
+        help="untimed runs of each assignment before the timed ones (default 0)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with ExitStack() as stack:
+        source = _open(stack, args.input, "r", sys.stdin)
+        sink = _open(stack, args.output, "w", sys.stdout)
+        failed = 0
+        for answer in assign_lines(source, args.assignor, args.repeat, args.warmup):
+            failed += "error" in answer
+            sink.write(json.dumps(answer, separators=(", ", ": ")) + "\n")
+            # Flushed per line so that a reader driving us through a pipe sees each answer at once.
+            sink.flush()
+    return 1 if failed else 0
+
+
+def assign_lines(
+    lines: Iterable[str], assignor_override: str | None = None, repeat: int = 1, warmup: int = 0
+) -> Iterator[dict[str, Any]]:
+    """Answer each non-blank line; never raises for a bad line (it becomes an error answer)."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        yield answer_line(line, number, assignor_override, repeat, warmup)
+
+
+def answer_line(line: str, number: int, assignor_override: str | None, repeat: int, warmup: int) -> dict[str, Any]:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return format_error(None, f"line {number}: invalid JSON: {exc}")
+    spec_id = spec_id_of(obj)
+    try:
+        parsed = parse_group_spec(obj, assignor_override)
+        assign = get_assignor(parsed.assignor)
+        for _ in range(warmup):
+            assign(parsed.spec)
+        times: list[float] = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            result = assign(parsed.spec)
+            times.append(time.perf_counter() - start)
+        return format_group_assignment(
+            spec_id, parsed.assignor, parsed.spec, result, statistics.median(times) * 1000.0
+        )
+    except RebalanceMonitorError as exc:
+        return format_error(spec_id, f"line {number}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - an assignor bug on one spec must not lose the others' answers
+        return format_error(spec_id, f"line {number}: internal error in the assignor: {type(exc).__name__}: {exc}")
+
+
+def _open(stack: ExitStack, path: str, mode: str, standard: IO[str]) -> IO[str]:
+    if path == "-":
+        return standard
+    try:
+        return stack.enter_context(open(path, mode, encoding="utf-8"))
+    except OSError as exc:
+        option = "--input" if "r" in mode else "--output"
+        raise RebalanceMonitorError(f"cannot open {option} {path!r}: {exc.strerror}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
