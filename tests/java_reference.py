@@ -39,7 +39,7 @@ def ensure_built() -> Path:
 
 def java_command(
     *, repeat: int = 1, warmup: int | None = None, assignor: str | None = None,
-    heap: str | None = None,
+    heap: str | None = None, warmup_seconds: int = 0,
 ) -> list[str]:
     """The command line that runs the reference (input and output options are added by callers)."""
     cmd = ["java"]
@@ -49,6 +49,8 @@ def java_command(
     cmd += ["-XX:+UseSerialGC", "-cp", str(ensure_built() / "*"), MAIN_CLASS, "--repeat", str(repeat)]
     if warmup is not None:
         cmd += ["--warmup", str(warmup)]
+    if warmup_seconds:
+        cmd += ["--warmup-seconds", str(warmup_seconds)]
     if assignor is not None:
         cmd += ["--assignor", assignor]
     return cmd
@@ -62,6 +64,7 @@ def run_reference(
     assignor: str | None = None,
     timeout: float | None = None,
     heap: str | None = None,
+    warmup_seconds: int = 0,
 ) -> list[dict[str, Any]]:
     """Answers of Kafka's assignors for ``specs`` (decoded JSON objects), in order, from one JVM.
 
@@ -76,7 +79,7 @@ def run_reference(
             for spec in specs:
                 f.write(json.dumps(spec, separators=(",", ":")) + "\n")
                 count += 1
-        cmd = java_command(repeat=repeat, warmup=warmup, assignor=assignor, heap=heap)
+        cmd = java_command(repeat=repeat, warmup=warmup, assignor=assignor, heap=heap, warmup_seconds=warmup_seconds)
         cmd += ["--input", str(spec_path), "--output", str(out_path)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
         # Exit code 1 only means some line got an error answer; those are returned to the caller.

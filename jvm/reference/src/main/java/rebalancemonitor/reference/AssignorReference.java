@@ -49,13 +49,15 @@ import java.util.function.Supplier;
  *
  * <pre>
  * java -cp '.cache/jars/reference/*' rebalancemonitor.reference.AssignorReference \
- *     [--assignor NAME] [--input PATH|-] [--output PATH|-] [--repeat N] [--warmup W]
+ *     [--assignor NAME] [--input PATH|-] [--output PATH|-] [--repeat N] [--warmup W] [--warmup-seconds S]
  * </pre>
  *
  * <p>Timing: {@code elapsed_ms} is the median of {@code --repeat} timed calls of
  * {@code ConsumerPartitionAssignor.assign(Cluster, GroupSubscription)} alone, after {@code --warmup}
  * untimed calls (default: none for a single repetition, otherwise as many as the timed ones, at most
- * 5, like JMH's 5 warm-up iterations). Every call gets a fresh assignor instance and freshly built
+ * 5, like JMH's 5 warm-up iterations) and, with {@code --warmup-seconds S}, further untimed calls
+ * until S seconds of warm-up have passed (the benchmark uses this so that the JIT has compiled the
+ * assignor before small cells are timed). Every call gets a fresh assignor instance and freshly built
  * subscriptions outside the clock: Kafka's sticky assignors keep {@code maxGeneration} across calls
  * (spec section 8) and StickyAssignor reads its userData buffer in place.
  *
@@ -94,6 +96,7 @@ public final class AssignorReference {
         String output = "-";
         int repeat = 1;
         Integer warmup = null;
+        double warmupSeconds = 0;
         if (args.length == 1 && args[0].equals("--self-check")) {
             StickyUserData.selfCheck();
             System.out.println("self-check ok");
@@ -114,6 +117,7 @@ public final class AssignorReference {
                 case "--output" -> output = value;
                 case "--repeat" -> repeat = parsePositive(arg, value, 1);
                 case "--warmup" -> warmup = parsePositive(arg, value, 0);
+                case "--warmup-seconds" -> warmupSeconds = parsePositive(arg, value, 0);
                 default -> usage("unknown option " + arg);
             }
         }
@@ -133,7 +137,7 @@ public final class AssignorReference {
                 if (line.isBlank()) {
                     continue;
                 }
-                ObjectNode answer = answerLine(line, number, assignorOverride, repeat, warmupRuns);
+                ObjectNode answer = answerLine(line, number, assignorOverride, repeat, warmupRuns, warmupSeconds);
                 failed |= answer.has("error");
                 writer.println(JSON.writeValueAsString(answer));
                 // Flushed per line so that a driver reading through a pipe sees each answer at once.
@@ -159,11 +163,12 @@ public final class AssignorReference {
     private static void usage(String problem) {
         System.err.println("assignor-reference: " + problem);
         System.err.println("usage: AssignorReference [--assignor NAME] [--input PATH|-] [--output PATH|-]"
-                + " [--repeat N] [--warmup W]");
+                + " [--repeat N] [--warmup W] [--warmup-seconds S]");
         System.exit(2);
     }
 
-    static ObjectNode answerLine(String line, int number, String assignorOverride, int repeat, int warmup) {
+    static ObjectNode answerLine(String line, int number, String assignorOverride, int repeat, int warmup,
+                                 double warmupSeconds) {
         JsonNode root;
         try {
             root = JSON.readTree(line);
@@ -175,7 +180,10 @@ public final class AssignorReference {
         try {
             Spec spec = parseSpec(root, assignorOverride);
             Supplier<ConsumerPartitionAssignor> factory = assignorFactory(spec.assignor());
-            for (int i = 0; i < warmup; i++) {
+            // At least `warmup` calls, and more until `warmupSeconds` have passed: a few calls do not
+            // get a small cell's code through the JIT, while a large cell needs no more than a few.
+            long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
+            for (int i = 0; i < warmup || System.nanoTime() < warmupEnd; i++) {
                 factory.get().assign(spec.cluster(), subscriptions(spec));
             }
             long[] nanos = new long[repeat];

@@ -1,0 +1,468 @@
+"""Our Python assignors against Kafka's Java ones on Kafka's ClientSideAssignorBenchmark grid (spec 9.1).
+
+Not a test: it measures. Usage::
+
+    .venv/bin/python bench/assignors.py --quick                      # a small subset, a few minutes
+    .venv/bin/python bench/assignors.py                              # the whole grid (hours)
+    .venv/bin/python bench/assignors.py --members 100,500 --assignors range,cooperative-sticky \\
+        --budget 60 --repeat 5
+
+Grid: members {100, 500, 1000, 5000, 10000} x partitions-per-member {5, 10, 50} x topics
+{10, 100, 1000} x subscription {homogeneous, heterogeneous} x assignment {full, incremental} x
+assignor {range, roundrobin, sticky, cooperative-sticky}. As in Kafka's benchmark, each topic has
+``members * ratio // topics`` partitions (0 when that rounds down to 0) and heterogeneous groups are
+up to 5 buckets of members, each subscribed to its own slice of the topics. Racks are left out: the
+JMH grid puts every partition on every rack, where rack awareness switches itself off.
+
+INCREMENTAL is what the JMH benchmark meant to measure but does not (it builds the subscription
+object before replacing the subscriptions, spec 9.1): ``members - 1`` members get a first
+assignment (computed by Kafka's own assignor), then they rejoin owning it at generation 1 and one
+new member joins last (subscribed like the last bucket when heterogeneous).
+
+Each side runs each cell in its own process, like JMH's fork per parameter set: our CLI
+(``rebalance-monitor assign --repeat R --warmup W``) and the Java reference (the same flags).
+Both report the median in-process time of the assign call alone. A cell whose process exceeds the
+per-cell ``--budget`` is killed and recorded as skipped; a cell at least as large (members and
+partitions) as one that already exceeded the budget on that side is skipped without running, with
+that reason. Results: ``bench/results/assignors.json`` and ``docs/benchmarks/assignors.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.java_reference import JavaReferenceError, ensure_built, run_reference  # noqa: E402
+
+MEMBERS = (100, 500, 1000, 5000, 10000)
+RATIOS = (5, 10, 50)
+TOPICS = (10, 100, 1000)
+SUBSCRIPTIONS = ("homogeneous", "heterogeneous")
+ASSIGNMENTS = ("full", "incremental")
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+MAX_BUCKETS = 5
+QUICK = {"members": (100, 500), "ratios": (5, 10), "topics": (10, 100)}
+
+
+@dataclass
+class Side:
+    status: str = "pending"  # ok | skipped | error
+    ms: float | None = None
+    reason: str | None = None
+    wall_s: float | None = None
+
+
+@dataclass
+class Cell:
+    assignor: str
+    subscription: str
+    assignment: str
+    members: int
+    ratio: int
+    topics: int
+    partitions_per_topic: int
+    total_partitions: int
+    python: Side = field(default_factory=Side)
+    java: Side = field(default_factory=Side)
+    #: Did both answers agree (exactly where Kafka's answer is deterministic for our port)? None if not compared.
+    agree: bool | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.assignor}/{self.subscription}/{self.assignment}/m{self.members}/r{self.ratio}/t{self.topics}"
+
+    @property
+    def speed_ratio(self) -> float | None:
+        if self.python.ms is None or self.java.ms is None or self.java.ms <= 0:
+            return None
+        return self.python.ms / self.java.ms
+
+
+# --- the groups ------------------------------------------------------------------------------------
+
+def bucket_subscriptions(member_count: int, topic_names: list[str]) -> list[list[str]]:
+    """Kafka's benchmark buckets: up to 5 groups of members, each on a disjoint slice of the topics."""
+    buckets = min(MAX_BUCKETS, member_count)
+    if len(topic_names) < buckets:
+        raise ValueError(f"{buckets} buckets need at least {buckets} topics")
+    topics_per_bucket = math.ceil(len(topic_names) / buckets)
+    members_per_bucket = math.ceil(member_count / buckets)
+    subscriptions: list[list[str]] = []
+    for bucket in range(buckets):
+        topics = topic_names[bucket * topics_per_bucket:(bucket + 1) * topics_per_bucket]
+        first, last = bucket * members_per_bucket, min((bucket + 1) * members_per_bucket, member_count)
+        subscriptions += [topics] * max(0, last - first)
+    return subscriptions
+
+
+def group_spec(cell: Cell, member_count: int) -> dict[str, Any]:
+    topic_names = [f"topic{i}" for i in range(cell.topics)]
+    if cell.subscription == "homogeneous":
+        subscriptions = [topic_names] * member_count
+    else:
+        subscriptions = bucket_subscriptions(member_count, topic_names)
+    return {
+        "id": cell.key,
+        "assignor": cell.assignor,
+        "topics": {t: {"partitions": cell.partitions_per_topic} for t in topic_names},
+        "members": [{"member_id": f"member{i}", "topics": subs} for i, subs in enumerate(subscriptions)],
+    }
+
+
+def incremental_spec(cell: Cell, previous: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    """``previous`` rejoining with what ``answer`` gave it (generation 1), plus one new member last."""
+    spec = json.loads(json.dumps(previous))
+    spec["id"] = cell.key
+    for member in spec["members"]:
+        owned = answer["assignment"][member["member_id"]]
+        if owned:
+            member["owned_partitions"] = owned
+        member["generation"] = 1
+    newcomer_topics = spec["members"][-1]["topics"] if cell.subscription == "heterogeneous" else list(spec["topics"])
+    spec["members"].append({"member_id": "newMember", "topics": newcomer_topics})
+    return spec
+
+
+def subscription_entries(cell: Cell) -> int:
+    if cell.subscription == "homogeneous":
+        return cell.members * cell.topics
+    return cell.members * math.ceil(cell.topics / min(MAX_BUCKETS, cell.members))
+
+
+# --- running one side -------------------------------------------------------------------------------
+
+def run_python(spec_path: Path, repeat: int, warmup: int, budget: float) -> tuple[Side, dict | None]:
+    cmd = [sys.executable, "-m", "streaming.cli", "assign", "--input", str(spec_path),
+           "--repeat", str(repeat), "--warmup", str(warmup)]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=budget)
+    except subprocess.TimeoutExpired:
+        return Side("skipped", reason=f"exceeded the budget of {budget:g} s"), None
+    wall = time.monotonic() - start
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    if len(lines) != 1:
+        return Side("error", reason=f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}", wall_s=wall), None
+    if "error" in lines[0]:
+        return Side("error", reason=lines[0]["error"][-300:], wall_s=wall), None
+    return Side("ok", ms=lines[0]["elapsed_ms"], wall_s=wall), lines[0]
+
+
+def run_java(spec: dict, repeat: int, warmup: int, budget: float, heap: str | None,
+             warmup_seconds: int = 0) -> tuple[Side, dict | None]:
+    start = time.monotonic()
+    try:
+        [answer] = run_reference([spec], repeat=repeat, warmup=warmup, timeout=budget, heap=heap,
+                                 warmup_seconds=warmup_seconds)
+    except subprocess.TimeoutExpired:
+        return Side("skipped", reason=f"exceeded the budget of {budget:g} s"), None
+    except JavaReferenceError as exc:
+        return Side("error", reason=str(exc)[-300:]), None
+    wall = time.monotonic() - start
+    if "error" in answer:
+        return Side("error", reason=answer["error"][-300:], wall_s=wall), None
+    return Side("ok", ms=answer["elapsed_ms"], wall_s=wall), answer
+
+
+def answers_agree(cell: Cell, ours: dict, java: dict) -> bool | None:
+    """Exact where our port must be exact (spec section 7 and the differential tests); else None."""
+    if cell.assignor == "range":
+        return {m: sorted(map(tuple, tps)) for m, tps in ours["assignment"].items()} == {
+            m: sorted(map(tuple, tps)) for m, tps in java["assignment"].items()}
+    if cell.assignor == "roundrobin" or cell.subscription == "homogeneous":
+        same_withheld = {tuple(t[:2]) for t in ours["transferring"]} == {tuple(t[:2]) for t in java["transferring"]}
+        return ours["assignment"] == java["assignment"] and same_withheld
+    return None
+
+
+# --- the grid ----------------------------------------------------------------------------------------
+
+def build_cells(args: argparse.Namespace) -> list[Cell]:
+    cells = []
+    for assignor in args.assignors:
+        for subscription in args.subscriptions:
+            for assignment in args.assignments:
+                for members in args.members:
+                    for ratio in args.ratios:
+                        for topics in args.topics:
+                            per_topic = members * ratio // topics
+                            cells.append(Cell(assignor, subscription, assignment, members, ratio, topics,
+                                              per_topic, per_topic * topics))
+    # Smallest first, so that a cell over budget predicts the larger ones on the same side.
+    cells.sort(key=lambda c: (c.total_partitions * c.members, c.key))
+    return cells
+
+
+def dominated_by_failure(cell: Cell, failures: dict[tuple, list[Cell]], side: str) -> Cell | None:
+    for other in failures.get((side, cell.assignor, cell.subscription, cell.assignment), []):
+        if cell.members >= other.members and cell.total_partitions >= other.total_partitions and cell.topics >= other.topics:
+            return other
+    return None
+
+
+def run_grid(args: argparse.Namespace) -> list[Cell]:
+    cells = build_cells(args)
+    over_budget: dict[tuple, list[Cell]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-assignors-") as tmp:
+        for n, cell in enumerate(cells, 1):
+            print(f"[{n}/{len(cells)}] {cell.key}", end=" ", flush=True)
+            entries = subscription_entries(cell)
+            if entries > args.max_entries:
+                reason = f"spec too large: {entries:,} subscription entries > --max-entries {args.max_entries:,}"
+                cell.python = Side("skipped", reason=reason)
+                cell.java = Side("skipped", reason=reason)
+                print("skipped (too large)")
+                continue
+            if cell.subscription == "heterogeneous" and cell.topics < min(MAX_BUCKETS, cell.members):
+                cell.python = cell.java = Side("skipped", reason="fewer topics than buckets")
+                print("skipped")
+                continue
+
+            spec = _spec_for(cell, args)
+            if isinstance(spec, str):
+                cell.python = Side("skipped", reason=spec)
+                cell.java = Side("skipped", reason=spec)
+                print("skipped (no previous round)")
+                continue
+            spec_path = Path(tmp) / "spec.jsonl"
+            spec_path.write_text(json.dumps(spec, separators=(",", ":")) + "\n")
+
+            ours = java = None
+            blocker = dominated_by_failure(cell, over_budget, "python")
+            if blocker is not None:
+                cell.python = Side("skipped", reason=f"predicted over budget: {blocker.key} already exceeded it")
+            else:
+                cell.python, ours = run_python(spec_path, args.repeat, args.python_warmup, args.budget)
+                if cell.python.status == "skipped":
+                    over_budget.setdefault(("python", cell.assignor, cell.subscription, cell.assignment), []).append(cell)
+            blocker = dominated_by_failure(cell, over_budget, "java")
+            if blocker is not None:
+                cell.java = Side("skipped", reason=f"predicted over budget: {blocker.key} already exceeded it")
+            else:
+                cell.java, java = run_java(spec, args.repeat, args.java_warmup, args.budget, args.heap,
+                                          args.java_warmup_seconds)
+                if cell.java.status == "skipped":
+                    over_budget.setdefault(("java", cell.assignor, cell.subscription, cell.assignment), []).append(cell)
+            if ours is not None and java is not None:
+                cell.agree = answers_agree(cell, ours, java)
+            ratio = cell.speed_ratio
+            print(f"python {_fmt_side(cell.python)}  java {_fmt_side(cell.java)}"
+                  + (f"  x{ratio:.2f}" if ratio is not None else "")
+                  + ("  DISAGREE" if cell.agree is False else ""), flush=True)
+    return cells
+
+
+def _spec_for(cell: Cell, args: argparse.Namespace) -> dict | str:
+    if cell.assignment == "full":
+        return group_spec(cell, cell.members)
+    previous = group_spec(cell, cell.members - 1)
+    # The previous round comes from Kafka's own assignor, so both sides start from the same state.
+    _, answer = run_java(previous, 1, 0, args.budget, args.heap)
+    if answer is None:
+        return "the previous round (members - 1) could not be computed within the budget"
+    return incremental_spec(cell, previous, answer)
+
+
+def _fmt_side(side: Side) -> str:
+    return f"{side.ms:.3f} ms" if side.status == "ok" else side.status
+
+
+# --- reporting ------------------------------------------------------------------------------------------
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = None
+    try:
+        mem_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError):
+        pass
+    return {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(), "memory_gib": mem_gib}
+
+
+def versions() -> dict[str, Any]:
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    jars = sorted(p.name for p in ensure_built().glob("kafka-clients-*.jar"))
+    return {"python": platform.python_version(), "java": java[0] if java else None,
+            "kafka_clients": jars[0].removeprefix("kafka-clients-").removesuffix(".jar") if jars else None,
+            "commit": commit or None}
+
+
+def summary(cells: list[Cell]) -> dict[str, Any]:
+    by_assignor: dict[str, Any] = {}
+    for name in sorted({c.assignor for c in cells}, key=ASSIGNORS.index):
+        ratios = [(c.speed_ratio, c.key) for c in cells if c.assignor == name and c.speed_ratio is not None]
+        by_assignor[name] = _ratio_summary(ratios, [c for c in cells if c.assignor == name])
+    all_ratios = [(c.speed_ratio, c.key) for c in cells if c.speed_ratio is not None]
+    return {"by_assignor": by_assignor, "overall": _ratio_summary(all_ratios, cells)}
+
+
+def _ratio_summary(ratios: list[tuple[float, str]], cells: list[Cell]) -> dict[str, Any]:
+    positive = [(r, k) for r, k in ratios if r > 0]
+    geo = math.exp(sum(math.log(r) for r, _ in positive) / len(positive)) if positive else None
+    worst = max(positive) if positive else None
+    return {
+        "measured_cells": len(positive),
+        "cells": len(cells),
+        "skipped_or_failed": sum(c.speed_ratio is None for c in cells),
+        "disagreements": sum(c.agree is False for c in cells),
+        "geomean_python_over_java": geo,
+        "worst_python_over_java": worst[0] if worst else None,
+        "worst_cell": worst[1] if worst else None,
+    }
+
+
+def write_markdown(path: Path, result: dict[str, Any], cells: list[Cell]) -> None:
+    s = result["summary"]
+    lines = [
+        "# Assignor benchmark: our Python port vs Kafka's Java assignors",
+        "",
+        f"Generated by `bench/assignors.py {' '.join(result['argv'])}` on {result['started']}"
+        f" (commit {result['versions']['commit']}).",
+        "",
+        f"Machine: {result['machine']['cpu']}, {result['machine']['cores']} cores, {result['machine']['memory_gib']} GiB;"
+        f" Python {result['versions']['python']}; {result['versions']['java']}; kafka-clients {result['versions']['kafka_clients']}.",
+        "",
+        f"Each number is the median in-process time of one assign call (ms) over {result['settings']['repeat']} runs,"
+        f" after {result['settings']['python_warmup']} untimed Python run(s) and, in Java, at least"
+        f" {result['settings']['java_warmup']} untimed runs continued until {result['settings']['java_warmup_seconds']} s had passed (JIT),"
+        f" each cell in a fresh process per side; budget {result['settings']['budget_s']:g} s per cell and side."
+        " Ratio = Python / Java (lower is better for us).",
+        "",
+        "## Summary",
+        "",
+        "| assignor | measured cells | skipped or failed | geometric mean ratio | worst ratio | worst cell | answers differ |",
+        "|---|---:|---:|---:|---:|---|---:|",
+    ]
+    for name, row in list(s["by_assignor"].items()) + [("**all**", s["overall"])]:
+        lines.append(
+            f"| {name} | {row['measured_cells']} / {row['cells']} | {row['skipped_or_failed']} | {_x(row['geomean_python_over_java'])}"
+            f" | {_x(row['worst_python_over_java'])} | {row['worst_cell'] or '-'} | {row['disagreements']} |"
+        )
+    lines += [
+        "",
+        "## Cells",
+        "",
+        "| assignor | subscription | assignment | members | partitions/member | topics | partitions | Python ms | Java ms | ratio | same answer |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for c in sorted(cells, key=lambda c: (ASSIGNORS.index(c.assignor), c.subscription, c.assignment, c.members, c.ratio, c.topics)):
+        lines.append(
+            f"| {c.assignor} | {c.subscription} | {c.assignment} | {c.members} | {c.ratio} | {c.topics} | {c.total_partitions}"
+            f" | {_side_md(c.python)} | {_side_md(c.java)} | {_x(c.speed_ratio)} | {_agree_md(c.agree)} |"
+        )
+    skipped = [(c, side, getattr(c, side)) for c in cells for side in ("python", "java") if getattr(c, side).status != "ok"]
+    if skipped:
+        lines += ["", "## Skipped and failed cells", "", "| cell | side | status | reason |", "|---|---|---|---|"]
+        lines += [f"| {c.key} | {side} | {sd.status} | {(sd.reason or '').replace('|', '/')} |" for c, side, sd in skipped]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _side_md(side: Side) -> str:
+    return f"{side.ms:.3f}" if side.status == "ok" else side.status
+
+
+def _agree_md(agree: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "n/a"}[agree]
+
+
+# --- command line -------------------------------------------------------------------------------------
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(","))
+
+
+def _names(allowed: tuple[str, ...]):
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(text.split(","))
+        unknown = [n for n in names if n not in allowed]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {','.join(allowed)}")
+        return names
+    return parse
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="members 100,500 x ratio 5,10 x topics 10,100, budget 30 s, 3 runs (unless given)")
+    p.add_argument("--members", type=_ints, help=f"default {','.join(map(str, MEMBERS))}")
+    p.add_argument("--ratios", type=_ints, help=f"partitions per member, default {','.join(map(str, RATIOS))}")
+    p.add_argument("--topics", type=_ints, help=f"default {','.join(map(str, TOPICS))}")
+    p.add_argument("--assignors", type=_names(ASSIGNORS), default=ASSIGNORS)
+    p.add_argument("--subscriptions", type=_names(SUBSCRIPTIONS), default=SUBSCRIPTIONS)
+    p.add_argument("--assignments", type=_names(ASSIGNMENTS), default=ASSIGNMENTS)
+    p.add_argument("--budget", type=float, help="seconds per cell and side, process included (default 120; quick 30)")
+    p.add_argument("--repeat", type=int, help="timed runs per cell, median reported (default 5; quick 3)")
+    p.add_argument("--python-warmup", type=int, default=1, help="untimed Python runs first (default 1)")
+    p.add_argument("--java-warmup", type=int, default=2, help="untimed Java runs first, at least (default 2)")
+    p.add_argument("--java-warmup-seconds", type=int, default=3,
+                   help="and more untimed Java runs until this many seconds have passed, for the JIT (default 3)")
+    p.add_argument("--max-entries", type=int, default=2_000_000,
+                   help="skip cells whose spec has more member-topic subscription entries (default 2,000,000)")
+    p.add_argument("--heap", default="2g", help="Java -Xmx (default 2g)")
+    p.add_argument("--json", type=Path, default=REPO / "bench" / "results" / "assignors.json")
+    p.add_argument("--markdown", type=Path, default=REPO / "docs" / "benchmarks" / "assignors.md")
+    args = p.parse_args(argv)
+    quick = args.quick
+    args.members = args.members or (QUICK["members"] if quick else MEMBERS)
+    args.ratios = args.ratios or (QUICK["ratios"] if quick else RATIOS)
+    args.topics = args.topics or (QUICK["topics"] if quick else TOPICS)
+    args.budget = args.budget or (30.0 if quick else 120.0)
+    args.repeat = args.repeat or (3 if quick else 5)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    ensure_built()
+    t0 = time.monotonic()
+    cells = run_grid(args)
+    result = {
+        "started": started,
+        "duration_s": round(time.monotonic() - t0, 1),
+        "argv": sys.argv[1:] if argv is None else argv,
+        "machine": machine(),
+        "versions": versions(),
+        "settings": {"repeat": args.repeat, "python_warmup": args.python_warmup, "java_warmup": args.java_warmup,
+                     "java_warmup_seconds": args.java_warmup_seconds,
+                     "budget_s": args.budget, "max_entries": args.max_entries, "heap": args.heap},
+        "summary": summary(cells),
+        "cells": [dict(asdict(c), key=c.key, ratio=c.speed_ratio) for c in cells],
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1) + "\n")
+    write_markdown(args.markdown, result, cells)
+    print(f"wrote {args.json} and {args.markdown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
