@@ -1,0 +1,120 @@
+"""Kafka's ``sticky`` and ``cooperative-sticky`` consumer assignors (spec section 3).
+
+Guarantees, in priority order (as in Kafka's ``AbstractStickyAssignor``):
+
+1. **Valid**: a member gets only partitions of topics it subscribes to; every partition of every
+   subscribed, existing topic goes to exactly one member (the cooperative variant may withhold a
+   partition for one round, see below); every member of the spec appears in the answer.
+2. **Balanced**: with identical subscriptions partition counts differ by at most one; otherwise no
+   member could take a partition from one holding two or more partitions more than it.
+3. **Sticky**: as few previously owned partitions as possible change owner.
+
+Two members, topic ``t`` with partitions 0-2: c1 owned all three, c2 joins. Balance wins over
+stickiness, so c1 keeps t-0 and t-1 and t-2 moves to c2. The eager assignor answers c1=[t-0, t-1],
+c2=[t-2]. The cooperative assignor answers c1=[t-0, t-1], c2=[] with ``transferring`` {t-2: c2}:
+c1 must revoke t-2 first, and the follow-up rebalance (where nobody owns t-2) gives it to c2.
+
+Dispatch (spec 3.1): when every member with a non-empty subscription subscribes to the same topics,
+the constrained builder runs and the answer is Kafka-exact, list order included; otherwise the
+general builder runs (its own algorithm, at least as balanced as Kafka's; see ``_general``).
+
+Model notes and deliberate departures from Kafka (spec section 8):
+
+* Owned partitions and generation come from :class:`MemberSpec` for both variants. In Kafka the
+  eager ``StickyAssignor`` decodes them from its user data and the cooperative one from
+  ``Subscription.ownedPartitions``/``generationId``; the model abstracts that encoding away, so a
+  caller feeding eager-sticky groups must put the user-data contents into the spec.
+* A member with an empty subscription gets nothing, wherever it sits in the visit order (Kafka
+  hands it partitions when it happens to be visited first); partitions it still owns count as
+  owned by it, so in the cooperative variant their new owner waits one round.
+* A claim of a partition number a topic does not have is ignored (Kafka would keep it).
+* No state survives a call (Kafka keeps ``maxGeneration`` in an instance field).
+* On the general path an older-generation claim never hands a partition to a member that does not
+  subscribe to its topic (Kafka can; scenario 31b).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import GroupAssignment, GroupSpec, TopicPartition
+from ._constrained import build_constrained
+from ._draft import Draft
+from ._general import build_general
+from ._layout import (
+    build_layout,
+    check_members,
+    collect_claims,
+    gc_paused,
+    hashmap_visit_order,
+    partition_objects,
+)
+from ._ownership import resolve_ownership, subscriptions_equal
+from ._racks import rack_info
+
+__all__ = ["assign_sticky", "assign_cooperative_sticky"]
+
+
+def assign_sticky(spec: GroupSpec) -> GroupAssignment:
+    """Kafka's eager ``sticky`` assignor: the full sticky assignment, nothing withheld."""
+    with gc_paused():
+        return _assign(spec, cooperative=False)
+
+
+def assign_cooperative_sticky(spec: GroupSpec) -> GroupAssignment:
+    """Kafka's ``cooperative-sticky`` assignor.
+
+    A partition that changes owner while a live member still owns it is withheld from its new
+    owner this round and listed in ``transferring`` (partition -> intended owner).
+    """
+    with gc_paused():
+        return _assign(spec, cooperative=True)
+
+
+def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
+    check_members(spec)
+    members = spec.members
+    empty_answer = {m.member_id: [] for m in members}
+    layout = build_layout(spec)
+    if not members or layout.total == 0:
+        return GroupAssignment(assignment=empty_answer)
+    visit = hashmap_visit_order([m.member_id for m in members])
+    claims = collect_claims(members, layout)
+    resolve_ownership(members, visit, claims)
+    racks = rack_info(spec, members, layout)
+    if subscriptions_equal(members, visit):
+        subscribed = np.array([bool(m.topics) for m in members], dtype=bool)
+        visit_subscribed = visit[subscribed[visit]]
+        draft = build_constrained(
+            members, np.flatnonzero(subscribed), visit_subscribed, layout, claims, racks, spec.group_id
+        )
+    else:
+        draft = build_general(members, layout, claims, racks, cooperative)
+    return _answer(spec, layout, claims, draft, cooperative)
+
+
+def _answer(spec: GroupSpec, layout, claims, draft: Draft, cooperative: bool) -> GroupAssignment:
+    objs = partition_objects(layout, claims)
+    transferring: dict[TopicPartition, str] = {}
+    fresh = draft.fresh
+    if cooperative and len(draft.transfer_g):
+        withheld = np.zeros(layout.total, dtype=bool)
+        withheld[draft.transfer_g] = True
+        fresh = [f[~withheld[f]] if len(f) else f for f in fresh]
+        ids = [m.member_id for m in spec.members]
+        transferring = {
+            objs[g]: ids[m] for g, m in zip(draft.transfer_g.tolist(), draft.transfer_to.tolist())
+        }
+    assignment: dict[str, list[TopicPartition]] = {}
+    for pos, member in enumerate(spec.members):
+        kept, new = draft.kept[pos], fresh[pos]
+        if len(kept) and len(new):
+            listed = objs[np.concatenate([kept, new])].tolist()
+        elif len(kept):
+            listed = objs[kept].tolist()
+        elif len(new):
+            listed = objs[new].tolist()
+        else:
+            listed = []
+        assignment[member.member_id] = listed
+    return GroupAssignment(assignment=assignment, transferring=transferring)

@@ -1,0 +1,384 @@
+"""General sticky builder for heterogeneous subscriptions (spec 3.4), with our own algorithm.
+
+Kafka's ``GeneralAssignmentBuilder`` places partitions one by one and then repeatedly scans for a
+single partition whose move would help (``isBalanced``/``performReassignments``); it stops at a
+local optimum (no *direct* move between two members sharing a topic helps) and is super-quadratic.
+This builder works on counts per (member, topic) "edge" and only picks concrete partitions at the
+end:
+
+1. **Keep** every owned partition still valid for its owner (topic subscribed, exists, claim won
+   the generation contest, rack-aligned when rack-aware).
+2. **Fill** each topic's unowned partitions onto its least-loaded subscribers (topics with fewest
+   subscribers first, ties by member id), exactly like Kafka's initial placement, but computed as a
+   water level per topic instead of one partition at a time.
+3. **Balance within topics**: while a subscriber holding some of topic ``t`` has two or more
+   partitions more than another subscriber of ``t``, move one unit of ``t`` from the heaviest to the
+   lightest, preferring units that are not owned partitions (KAFKA-8767's aim: revoke as little as
+   possible). This reaches Kafka's notion of balance.
+4. **Balance along chains**: search (BFS) from the most loaded members for a chain A -t1-> B -t2->
+   C where A is at least two above C; shifting one unit along each hop lowers A and raises C.
+   When no chain exists from the current maxima, those members and everything they reach are
+   final. The result minimises the sum of squared loads; on this problem's polytope that
+   assignment is least-majorized, so it also has the lowest possible balance score
+   (sum over member pairs of |size_i - size_j|), never worse than Kafka's.
+5. **Realise**: per topic, a member whose count fell keeps its lowest-numbered owned partitions;
+   freed and unowned partitions are dealt to members whose count grew, least-loaded first (ties by
+   member id), preferring partitions on the member's rack when rack-aware. Within a topic,
+   partitions only flow from members that shrank to members that grew, so no two members swap
+   partitions of one topic (Kafka's ``isSticky``).
+
+Differences from Kafka worth knowing: results are not Kafka-exact; older-generation claims are not
+used to move partitions back to a previous owner (Kafka's ``prevAssignment``), so stale claims of
+topics a member no longer subscribes to can never be handed to it (scenario 31b); partitions whose
+owner must give them up are listed as transferring for the cooperative variant when any other live
+member still claims them; unlike Kafka, a receiver whose own claim lost the generation contest
+waits too (see ``_transfers``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import Sequence
+
+import numpy as np
+
+from ..model import MemberSpec
+from ._draft import Draft, group_by_member, rank_within_runs
+from ._layout import Claims, Layout
+from ._racks import RackInfo
+
+
+def build_general(
+    members: Sequence[MemberSpec], layout: Layout, claims: Claims, racks: RackInfo, cooperative: bool
+) -> Draft:
+    return _GeneralBuilder(members, layout, claims, racks).build()
+
+
+class _GeneralBuilder:
+    def __init__(self, members: Sequence[MemberSpec], layout: Layout, claims: Claims, racks: RackInfo):
+        self.members = members
+        self.layout = layout
+        self.claims = claims
+        self.racks = racks
+        n = len(members)
+        self.n = n
+        ids = [m.member_id for m in members]
+        by_id = sorted(range(n), key=ids.__getitem__)
+        self.rank = np.empty(n, dtype=np.int64)
+        self.rank[by_id] = np.arange(n, dtype=np.int64)
+
+        # Edges (member, topic) for each subscribed existing topic, grouped by topic, members by id.
+        em: list[int] = []
+        et: list[int] = []
+        index = layout.topic_index
+        for pos, member in enumerate(members):
+            for t in {index[name] for name in member.topics if name in index}:
+                em.append(pos)
+                et.append(t)
+        edge_m = np.array(em, dtype=np.int64)
+        edge_t = np.array(et, dtype=np.int64)
+        order = np.lexsort((self.rank[edge_m], edge_t))
+        self.edge_m = edge_m[order]
+        self.edge_t = edge_t[order]
+        self.edge_key = self.edge_t * n + self.rank[self.edge_m]  # sorted
+        n_topics = len(layout.topics)
+        self.topic_start = np.searchsorted(self.edge_t, np.arange(n_topics + 1, dtype=np.int64))
+        subscribers = np.diff(self.topic_start)
+        # Kafka's TopicComparator: fewest potential consumers first, then name.
+        self.topic_order = np.lexsort((np.arange(n_topics), subscribers)).tolist()
+        self.multi = subscribers >= 2
+        by_member = np.argsort(self.edge_m, kind="stable")
+        member_start = np.searchsorted(self.edge_m[by_member], np.arange(n + 1, dtype=np.int64))
+        self.member_edges = [by_member[member_start[i] : member_start[i + 1]] for i in range(n)]
+
+    def _edge_of(self, member: np.ndarray, topic: np.ndarray) -> np.ndarray:
+        """Edge index of (member, topic) pairs, -1 where the member does not subscribe."""
+        key = topic * self.n + self.rank[member]
+        pos = np.searchsorted(self.edge_key, key)
+        pos_c = np.minimum(pos, max(len(self.edge_key) - 1, 0))
+        found = (pos < len(self.edge_key)) & (self.edge_key[pos_c] == key) if len(self.edge_key) else pos < 0
+        return np.where(found, pos_c, -1)
+
+    def build(self) -> Draft:
+        layout, claims = self.layout, self.claims
+        n_edges = len(self.edge_m)
+        # 1. keep valid owned partitions
+        held = np.flatnonzero(claims.held)
+        hm, hg = claims.member[held], claims.g[held]
+        he = self._edge_of(hm, layout.topic_of(hg)) if len(held) else np.zeros(0, dtype=np.int64)
+        ok = he >= 0
+        if self.racks.active and ok.any():
+            idx = np.flatnonzero(ok)
+            aligned = np.fromiter(
+                (not self.racks.mismatch(m, g) for m, g in zip(hm[idx].tolist(), hg[idx].tolist())),
+                dtype=bool,
+                count=len(idx),
+            )
+            ok[idx[~aligned]] = False
+        self.keep_claims = held[ok]
+        self.keep_edge = he[ok]
+        self.retained = np.bincount(self.keep_edge, minlength=n_edges).astype(np.int64)
+        self.x = self.retained.copy()
+        self.load = np.bincount(self.edge_m, weights=self.x, minlength=self.n).astype(np.int64)
+
+        self._fill()
+        self._balance_topics(deque(t for t in self.topic_order if self.multi[t]))
+        self._balance_chains()
+        return self._realise()
+
+    # 2. ------------------------------------------------------------------------------------
+    def _fill(self) -> None:
+        counts = self.layout.counts
+        ts = self.topic_start
+        for t in self.topic_order:
+            lo, hi = int(ts[t]), int(ts[t + 1])
+            if hi == lo:
+                continue
+            units = int(counts[t]) - int(self.x[lo:hi].sum())
+            if units <= 0:
+                continue
+            ms = self.edge_m[lo:hi]
+            add = _level_fill(self.load[ms], self.rank[ms], units)
+            self.x[lo:hi] += add
+            self.load[ms] += add
+
+    # 3. ------------------------------------------------------------------------------------
+    def _balance_topics(self, work: deque) -> None:
+        queued = np.zeros(len(self.layout.topics), dtype=bool)
+        queued[list(work)] = True
+        while work:
+            t = work.popleft()
+            queued[t] = False
+            changed = self._balance_topic(t)
+            for m in changed:
+                for e in self.member_edges[m].tolist():
+                    u = int(self.edge_t[e])
+                    if u != t and self.multi[u] and not queued[u]:
+                        queued[u] = True
+                        work.append(u)
+
+    def _balance_topic(self, t: int) -> set[int]:
+        lo, hi = int(self.topic_start[t]), int(self.topic_start[t + 1])
+        ms = self.edge_m[lo:hi]
+        loads = self.load[ms]
+        xs = self.x[lo:hi]
+        holding = xs > 0
+        if not holding.any() or int(loads[holding].max()) - int(loads.min()) < 2:
+            return set()
+        x, r, load, rank, edge_m = self.x, self.retained, self.load, self.rank, self.edge_m
+
+        def donor_key(e: int) -> tuple:
+            # heaviest first; among equals give away a unit that is not an owned partition first
+            return (-int(load[edge_m[e]]), 0 if x[e] > r[e] else 1, int(rank[edge_m[e]]), e)
+
+        def taker_key(e: int) -> tuple:
+            # lightest first; among equals let a member regain one of its owned partitions first
+            return (int(load[edge_m[e]]), 0 if x[e] < r[e] else 1, int(rank[edge_m[e]]), e)
+
+        edges = range(lo, hi)
+        donors = [donor_key(e) for e in edges if x[e] > 0]
+        takers = [taker_key(e) for e in edges]
+        heapq.heapify(donors)
+        heapq.heapify(takers)
+        changed: set[int] = set()
+        while donors and takers:
+            # Every change pushes fresh keys, so an entry whose key no longer matches is stale.
+            d = donors[0]
+            if x[d[3]] <= 0 or donor_key(d[3]) != d:
+                heapq.heappop(donors)
+                continue
+            k = takers[0]
+            if taker_key(k[3]) != k:
+                heapq.heappop(takers)
+                continue
+            if -d[0] - k[0] < 2:
+                break
+            de, ke = d[3], k[3]
+            x[de] -= 1
+            x[ke] += 1
+            dm, km = int(edge_m[de]), int(edge_m[ke])
+            load[dm] -= 1
+            load[km] += 1
+            changed.add(dm)
+            changed.add(km)
+            heapq.heapreplace(donors, donor_key(de)) if x[de] > 0 else heapq.heappop(donors)
+            heapq.heapreplace(takers, taker_key(ke))
+            heapq.heappush(donors, donor_key(ke))
+            heapq.heappush(takers, taker_key(de))
+        return changed
+
+    # 4. ------------------------------------------------------------------------------------
+    def _balance_chains(self) -> None:
+        n = self.n
+        active = np.array([len(e) > 0 for e in self.member_edges], dtype=bool)
+        x, load = self.x, self.load
+        edge_m, edge_t, ts = self.edge_m, self.edge_t, self.topic_start
+        member_edges = self.member_edges
+        while active.any():
+            act_loads = load[active]
+            top = int(act_loads.max())
+            if top - int(act_loads.min()) < 2:
+                return
+            sources = np.flatnonzero(active & (load == top))
+            sources = sources[np.argsort(self.rank[sources], kind="stable")]
+            visited = np.zeros(n, dtype=bool)
+            visited[sources] = True
+            via_edge = np.full(n, -1, dtype=np.int64)  # giver's edge used to reach a member
+            in_edge = np.full(n, -1, dtype=np.int64)  # the member's own edge on that topic
+            came_from = np.full(n, -1, dtype=np.int64)
+            expanded = np.zeros(len(self.layout.topics), dtype=bool)
+            queue = deque(sources.tolist())
+            target = -1
+            while queue and target < 0:
+                a = queue.popleft()
+                for e in member_edges[a].tolist():
+                    t = int(edge_t[e])
+                    if x[e] <= 0 or expanded[t]:
+                        continue
+                    expanded[t] = True
+                    lo, hi = int(ts[t]), int(ts[t + 1])
+                    bs = edge_m[lo:hi]
+                    fresh = np.flatnonzero(active[bs] & ~visited[bs])
+                    if len(fresh) == 0:
+                        continue
+                    reached = bs[fresh]
+                    visited[reached] = True
+                    came_from[reached] = a
+                    via_edge[reached] = e
+                    in_edge[reached] = lo + fresh
+                    low = np.flatnonzero(load[reached] <= top - 2)
+                    if len(low):
+                        target = int(reached[low[0]])
+                        break
+                    queue.extend(reached.tolist())
+            if target < 0:
+                active &= ~visited
+                continue
+            hops = []
+            b = target
+            while came_from[b] >= 0:
+                hops.append((int(via_edge[b]), int(in_edge[b])))
+                b = int(came_from[b])
+            source = b
+            amount = min(min(int(x[g]) for g, _ in hops), (top - int(load[target])) // 2)
+            for give, take in hops:
+                x[give] -= amount
+                x[take] += amount
+            load[source] -= amount
+            load[target] += amount
+
+    # 5. ------------------------------------------------------------------------------------
+    def _realise(self) -> Draft:
+        layout, claims = self.layout, self.claims
+        n = self.n
+        x = self.x
+        # keep the lowest-numbered owned partitions of each edge, up to its final count
+        kc, ke = self.keep_claims, self.keep_edge
+        order = np.lexsort((claims.g[kc], ke))
+        kc, ke = kc[order], ke[order]
+        within = rank_within_runs(ke)
+        stays = within < x[ke]
+        kept_claims = np.sort(kc[stays])  # claim order within each member
+        kept_count = np.bincount(ke[stays], minlength=len(x)).astype(np.int64)
+
+        taken = np.zeros(layout.total, dtype=bool)
+        taken[claims.g[kept_claims]] = True
+        running = np.bincount(claims.member[kept_claims], minlength=n).astype(np.int64)
+        out_g: list[np.ndarray] = []
+        out_m: list[np.ndarray] = []
+        offsets = layout.offsets
+        for t in self.topic_order:
+            lo, hi = int(self.topic_start[t]), int(self.topic_start[t + 1])
+            deficit = x[lo:hi] - kept_count[lo:hi]
+            if not (deficit > 0).any():
+                continue
+            base = int(offsets[t])
+            pool = base + np.flatnonzero(~taken[base : int(offsets[t + 1])])
+            ms = self.edge_m[lo:hi]
+            want = deficit > 0
+            ms, deficit = ms[want], deficit[want]
+            receivers = _deal_order(running[ms], self.rank[ms], ms, deficit)
+            if self.racks.active:
+                pool = _rack_match(pool, receivers, self.racks)
+            out_g.append(pool)
+            out_m.append(receivers)
+            running[ms] += deficit
+        new_g = np.concatenate(out_g) if out_g else np.zeros(0, dtype=np.int64)
+        new_m = np.concatenate(out_m) if out_m else np.zeros(0, dtype=np.int64)
+        transfer = self._transfers(new_g, new_m)
+        return Draft(
+            kept=group_by_member(n, claims.member[kept_claims], claims.g[kept_claims]),
+            fresh=group_by_member(n, new_m, new_g),
+            transfer_g=new_g[transfer],
+            transfer_to=new_m[transfer],
+        )
+
+    def _transfers(self, new_g: np.ndarray, new_m: np.ndarray) -> np.ndarray:
+        """A partition its new owner did not keep, while another member still claims it, must be
+        revoked first. Kafka exempts a receiver that merely claims it too (even with a losing,
+        older generation), which can give a partition to one member while another still holds
+        it; here only keeping one's own winning claim counts."""
+        claims = self.claims
+        if len(claims.g) == 0 or len(new_g) == 0:
+            return np.zeros(len(new_g), dtype=bool)
+        total = self.layout.total
+        pair = np.unique(claims.member * total + claims.g)
+        claimants = np.bincount(pair % total, minlength=total)
+        own_claim = np.isin(new_m * total + new_g, pair)
+        return claimants[new_g] - own_claim > 0
+
+
+def _level_fill(loads: np.ndarray, ranks: np.ndarray, units: int) -> np.ndarray:
+    """Units per member when each unit goes to the least-loaded member, ties to the lowest rank."""
+    order = np.lexsort((ranks, loads))
+    s = loads[order]
+    prefix = np.cumsum(s)
+    k_range = np.arange(1, len(s) + 1, dtype=np.int64)
+    cost = k_range * s - prefix  # units needed to lift the k lightest to the k-th load
+    k = int(np.searchsorted(cost, units, side="right"))  # cost is non-decreasing
+    spare = units - int(cost[k - 1])
+    level = int(s[k - 1]) + spare // k
+    rest = spare % k
+    add_sorted = np.zeros(len(s), dtype=np.int64)
+    add_sorted[:k] = level - s[:k]
+    if rest:
+        head = order[:k]
+        lucky = np.argsort(ranks[head], kind="stable")[:rest]
+        add_sorted[lucky] += 1
+    add = np.empty_like(add_sorted)
+    add[order] = add_sorted
+    return add
+
+
+def _deal_order(running: np.ndarray, ranks: np.ndarray, ms: np.ndarray, deficit: np.ndarray) -> np.ndarray:
+    """Receivers in the order a least-loaded-first deal (ties by rank) would serve them."""
+    slot = np.repeat(np.arange(len(ms), dtype=np.int64), deficit)
+    starts = np.repeat(np.cumsum(deficit) - deficit, deficit)
+    level = running[slot] + (np.arange(len(slot), dtype=np.int64) - starts)
+    order = np.lexsort((ranks[slot], level))
+    return ms[slot[order]]
+
+
+def _rack_match(pool: np.ndarray, receivers: np.ndarray, racks: RackInfo) -> np.ndarray:
+    """Reorder ``pool`` so that receivers get a partition on their own rack where one is left."""
+    pool_list = pool.tolist()
+    free = [True] * len(pool_list)
+    by_rack: dict[str, deque] = {}
+    for i, g in enumerate(pool_list):
+        for rack in racks.partition_racks[g]:
+            by_rack.setdefault(rack, deque()).append(i)
+    chosen = [-1] * len(receivers)
+    for slot, m in enumerate(receivers.tolist()):
+        rack = racks.member_rack[m]
+        if rack is None:
+            continue
+        q = by_rack.get(rack)
+        while q and not free[q[0]]:
+            q.popleft()
+        if q:
+            i = q.popleft()
+            free[i] = False
+            chosen[slot] = i
+    rest = (i for i, f in enumerate(free) if f)
+    return np.array([pool_list[c if c >= 0 else next(rest)] for c in chosen], dtype=np.int64)
