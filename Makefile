@@ -1,0 +1,21 @@
+# The two commands of the README, and a few for developers.
+.PHONY: setup demo test test-fast clean-state
+
+setup:
+	./scripts/bootstrap
+
+# Set up (first run only) and run the monitor end to end on the embedded broker.
+demo: setup
+	.venv/bin/rebalance-monitor demo
+
+# Set up (first run only) and run the whole test suite: pure tests and the real Kafka/Spark/Delta ones.
+test: setup
+	.venv/bin/python -m pytest -q
+
+# Only the pure tests (assignors, config): seconds, no broker, no Spark.
+test-fast: setup
+	.venv/bin/python -m pytest -q -m "not integration"
+
+clean-state:
+	-.venv/bin/rebalance-monitor kafka stop
+	rm -rf .state data checkpoints/job

@@ -1,0 +1,46 @@
+"""``rebalance-monitor run``: the streaming job (see :mod:`streaming.job`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+
+from ..job import add_job_arguments, config_from_args
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run the streaming job (Kafka events in, Delta tables out)",
+        description="Run the rebalance-monitor Spark Structured Streaming job in this process.",
+    )
+    add_job_arguments(parser)
+    parser.add_argument("--print-spark-submit", action="store_true",
+                        help="print the equivalent spark-submit command line and exit")
+    parser.set_defaults(handler=_run)
+
+
+def spark_submit_command(argv_tail: list[str]) -> list[str]:
+    from ..paths import project_root
+    from ..spark import REQUIRED_CONF, spark_jars
+
+    cmd = ["spark-submit", "--master", "local[2]", "--jars", ",".join(spark_jars())]
+    for key, value in REQUIRED_CONF.items():
+        cmd += ["--conf", f"{key}={value}"]
+    cmd += ["--conf", f"spark.pyspark.python={sys.executable}",
+            "--conf", f"spark.pyspark.driver.python={sys.executable}",
+            str(project_root() / "streaming" / "job.py"), *argv_tail]
+    return cmd
+
+
+def _run(args: argparse.Namespace) -> int:
+    config, extra = config_from_args(args)  # validates the config even when only printing
+    if args.print_spark_submit:
+        tail = [a for a in sys.argv[2:] if a != "--print-spark-submit"]
+        print(shlex.join(spark_submit_command(tail)))
+        return 0
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from ..job import run
+
+    return run(config, args.available_now, extra)

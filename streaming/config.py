@@ -1,0 +1,152 @@
+"""The job's configuration: one frozen, validated object read from TOML.
+
+Unknown keys and wrong types are errors that name the key, because a typo in a config file
+otherwise silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from assignors.errors import RebalanceMonitorError
+
+from .paths import conf_dir
+
+DEFAULT_CONFIG_FILE = "rebalance-monitor.toml"
+_SECRET_HINTS = ("password", "secret", "sasl.jaas.config", "token", "key")
+
+
+class ConfigError(RebalanceMonitorError):
+    """The configuration file or a flag has a bad key or value."""
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    bootstrap_servers: str = "127.0.0.1:19092"
+    membership_topic: str = "rebalance.membership"
+    heartbeat_topic: str = "rebalance.heartbeats"
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int = 200_000
+    max_record_bytes: int = 1_048_576
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def source_options(self) -> dict[str, str]:
+        """Options for Spark's Kafka source, with pass-through settings prefixed ``kafka.``."""
+        opts = {
+            "kafka.bootstrap.servers": self.bootstrap_servers,
+            "subscribe": f"{self.membership_topic},{self.heartbeat_topic}",
+            "startingOffsets": self.starting_offsets,
+            # A topic recreated by a test or an operator must not kill a long-running monitor.
+            "failOnDataLoss": "false",
+        }
+        if self.max_offsets_per_trigger > 0:
+            opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
+        for key, value in self.options.items():
+            opts[key if key.startswith("kafka.") else f"kafka.{key}"] = str(value)
+        return opts
+
+    def redacted_options(self) -> dict[str, str]:
+        return {k: ("***" if any(h in k.lower() for h in _SECRET_HINTS) else v)
+                for k, v in self.options.items()}
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    root: str = "data"
+    checkpoint: str = "checkpoints/job"
+    app_id: str = "rebalance-monitor-v1"
+
+    def table_path(self, table: str) -> str:
+        return str(Path(self.root).resolve() / table) if "://" not in self.root else f"{self.root.rstrip('/')}/{table}"
+
+    @property
+    def checkpoint_path(self) -> str:
+        return self.checkpoint if "://" in self.checkpoint else str(Path(self.checkpoint).resolve())
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    trigger_interval: str = "2 seconds"
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[2]"
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    kafka: KafkaConfig = field(default_factory=KafkaConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    job: JobConfig = field(default_factory=JobConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+
+    def with_overrides(self, *, bootstrap_servers: str | None = None, membership_topic: str | None = None,
+                       heartbeat_topic: str | None = None, output: str | None = None,
+                       checkpoint: str | None = None) -> "Config":
+        """The common command-line flags, which win over the file."""
+        kafka = replace(self.kafka, **{k: v for k, v in {
+            "bootstrap_servers": bootstrap_servers, "membership_topic": membership_topic,
+            "heartbeat_topic": heartbeat_topic}.items() if v is not None})
+        out = replace(self.output, **{k: v for k, v in {"root": output, "checkpoint": checkpoint}.items()
+                                      if v is not None})
+        return replace(self, kafka=kafka, output=out)
+
+
+_SECTIONS = {"kafka": KafkaConfig, "output": OutputConfig, "job": JobConfig, "spark": SparkConfig}
+_FREE_FORM = {("kafka", "options"), ("spark", "conf")}
+
+
+def _check_type(path: str, value: Any, expected: Any) -> Any:
+    kind = {"int": int, "str": str}.get(expected) if isinstance(expected, str) else expected
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+        if value < 0:
+            raise ConfigError(f"{path}: must not be negative, got {value}")
+    elif kind is str:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{path}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
+    sections = {}
+    for name, value in data.items():
+        if name not in _SECTIONS:
+            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}")
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+        cls = _SECTIONS[name]
+        known = {f.name: f for f in fields(cls)}
+        values = {}
+        for key, item in value.items():
+            path = f"{source}: {name}.{key}"
+            if key not in known:
+                raise ConfigError(f"{path}: unknown key; known keys of [{name}]: {', '.join(known)}")
+            if (name, key) in _FREE_FORM:
+                if not isinstance(item, Mapping):
+                    raise ConfigError(f"{path}: must be a table of settings")
+                values[key] = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in item.items()}
+            else:
+                values[key] = _check_type(path, item, known[key].type)
+        sections[name] = cls(**values)
+    return Config(**sections)
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read the TOML file (default ``conf/rebalance-monitor.toml``) and validate it."""
+    file = Path(path) if path else conf_dir() / DEFAULT_CONFIG_FILE
+    if not file.exists():
+        if path:
+            raise ConfigError(f"config file {file} does not exist")
+        return Config()
+    try:
+        data = tomllib.loads(file.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return parse_config(data, source=str(file))

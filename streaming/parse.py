@@ -1,0 +1,144 @@
+"""Parse and validate the raw Kafka records, with a reason for every record that is refused.
+
+JSON is parsed once into a VARIANT; each field is then read with the type the schema gives it.
+That lets a refusal say exactly what is wrong ("field generation: expected int, got \"abc\"")
+instead of a bare "malformed", and keeps the whole check inside Spark's generated code.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from schemas.events import (
+    HEARTBEAT_FIELDS,
+    MEMBER_EVENT_TYPES,
+    MEMBERSHIP_FIELDS,
+    SCHEMA_VERSION,
+    Field,
+)
+from schemas.spark import spark_type
+
+MEMBERSHIP = "membership"
+HEARTBEAT = "heartbeat"
+
+#: Columns that say where a record came from; they travel with valid and rejected records alike.
+SOURCE_COLUMNS = ("source_topic", "source_partition", "source_offset", "kafka_timestamp")
+
+
+def _raw(name: str) -> Column:
+    return F.expr(f"try_variant_get(v, '$.{name}', 'variant')")
+
+
+def _present(name: str) -> Column:
+    raw = _raw(name)
+    return raw.isNotNull() & ~F.expr(f"is_variant_null(try_variant_get(v, '$.{name}', 'variant'))")
+
+
+def _typed(f: Field) -> Column:
+    return F.expr(f"try_variant_get(v, '$.{f.name}', '{spark_type(f.type).simpleString()}')")
+
+
+def _field_problems(f: Field) -> list[Column]:
+    """Reasons this field makes the record invalid, in order of precedence (null = fine)."""
+    typed = _typed(f)
+    shown = F.substring(F.expr(f"to_json(try_variant_get(v, '$.{f.name}', 'variant'))"), 1, 80)
+    type_name = spark_type(f.type).simpleString()
+    problems = [
+        F.when(_present(f.name) & typed.isNull(),
+               F.concat(F.lit(f"field {f.name}: expected {type_name}, got "), shown)),
+    ]
+    if f.required:
+        problems.append(F.when(~_present(f.name), F.lit(f"missing required field {f.name}")))
+    if f.non_empty:
+        problems.append(F.when(F.trim(typed) == "", F.lit(f"field {f.name} must not be empty")))
+    if f.enum:
+        allowed = ", ".join(f.enum)
+        problems.append(F.when(typed.isNotNull() & ~typed.isin(*f.enum),
+                               F.concat(F.lit(f"field {f.name}: unknown value '"), typed,
+                                        F.lit(f"' (expected one of {allowed})"))))
+    if f.minimum is not None:
+        problems.append(F.when(typed < f.minimum,
+                               F.concat(F.lit(f"field {f.name}: "), typed.cast("string"),
+                                        F.lit(f" is below the minimum {f.minimum}"))))
+    return problems
+
+
+def _membership_rules() -> list[Column]:
+    m = F.col
+    return [
+        F.when(m("type").isin(*MEMBER_EVENT_TYPES) & m("member_id").isNull(),
+               F.concat(F.lit("missing required field member_id for a "), m("type"), F.lit(" event"))),
+        F.when((m("type") == "workload") & m("workload.topics").isNull(),
+               F.lit("missing required field workload.topics for a workload event")),
+        F.when(F.expr("exists(owned_partitions, p -> p.topic IS NULL OR p.partition IS NULL)"),
+               F.lit("field owned_partitions: every entry needs a topic and a partition")),
+        F.when(F.expr("exists(owned_partitions, p -> p.partition < 0)"),
+               F.lit("field owned_partitions: a partition number is negative")),
+        F.when(F.expr("exists(topics, t -> t IS NULL OR trim(t) = '')"),
+               F.lit("field topics: a topic name is empty")),
+        F.when(F.expr("exists(workload.topics, t -> t.name IS NULL OR trim(t.name) = '')"),
+               F.lit("field workload.topics: a topic has no name")),
+        F.when(F.expr("exists(workload.topics, t -> t.partitions IS NULL OR t.partitions < 0)"),
+               F.lit("field workload.topics: a partition count is missing or negative")),
+        F.when(F.expr("exists(workload.topics, t -> t.racks IS NOT NULL AND size(t.racks) != t.partitions)"),
+               F.lit("field workload.topics: racks must list one entry per partition")),
+    ]
+
+
+def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: str,
+                  max_record_bytes: int) -> DataFrame:
+    """Turn Kafka source rows into typed event rows with a ``reason`` column (null = valid).
+
+    The result has ``kind`` (membership or heartbeat), every membership field (heartbeats use a
+    subset), the source columns and ``raw_value`` (kept for refused records).
+    """
+    base = records.select(
+        F.col("topic").alias("source_topic"),
+        F.col("partition").alias("source_partition"),
+        F.col("offset").alias("source_offset"),
+        F.col("timestamp").alias("kafka_timestamp"),
+        F.col("key").cast("string").alias("record_key"),
+        F.col("value").cast("string").alias("raw_value"),
+        F.octet_length("value").alias("record_bytes"),
+    ).withColumn(
+        "kind",
+        F.when(F.col("source_topic") == membership_topic, F.lit(MEMBERSHIP))
+        .when(F.col("source_topic") == heartbeat_topic, F.lit(HEARTBEAT)),
+    ).withColumn(
+        # An oversized record is never parsed: that is the point of the limit.
+        "v",
+        F.when(F.col("record_bytes") <= max_record_bytes, F.expr("try_parse_json(raw_value)")),
+    )
+
+    typed = base.select("*", *[_typed(f).alias(f.name) for f in MEMBERSHIP_FIELDS])
+
+    envelope = [
+        F.when(F.col("raw_value").isNull(), F.lit("empty record value")),
+        F.when(F.col("record_bytes") > max_record_bytes,
+               F.concat(F.lit("oversized record: "), F.col("record_bytes").cast("string"),
+                        F.lit(f" bytes (limit {max_record_bytes})"))),
+        F.when(F.col("kind").isNull(), F.concat(F.lit("record from unexpected topic "), F.col("source_topic"))),
+        F.when(F.col("v").isNull(), F.lit("not valid JSON")),
+        F.when(~F.expr("schema_of_variant(v) LIKE 'OBJECT<%'"), F.lit("not a JSON object")),
+    ]
+    version = [
+        F.when(F.col("schema_version") > SCHEMA_VERSION,
+               F.concat(F.lit("unsupported schema_version "), F.col("schema_version").cast("string"),
+                        F.lit(f" (this job reads version {SCHEMA_VERSION})"))),
+    ]
+    key_rule = [
+        F.when(F.col("record_key").isNotNull() & F.col("group_id").isNotNull()
+               & (F.col("record_key") != F.col("group_id")),
+               F.concat(F.lit("record key '"), F.col("record_key"), F.lit("' differs from group_id '"),
+                        F.col("group_id"), F.lit("'"))),
+    ]
+    membership_reason = F.coalesce(*[p for f in MEMBERSHIP_FIELDS for p in _field_problems(f)],
+                                   *version, *_membership_rules(), *key_rule)
+    heartbeat_reason = F.coalesce(*[p for f in HEARTBEAT_FIELDS for p in _field_problems(f)],
+                                  *version, *key_rule)
+    reason = F.coalesce(
+        *envelope,
+        F.when(F.col("kind") == MEMBERSHIP, membership_reason).otherwise(heartbeat_reason),
+    )
+    return typed.withColumn("reason", reason).drop("v", "record_bytes")

@@ -1,0 +1,71 @@
+"""Every way a record can be refused gives a reason that names what is wrong (real Spark)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import functions as F
+
+from streaming.parse import parse_records
+
+pytestmark = pytest.mark.integration
+
+M, H = "membership-topic", "heartbeat-topic"
+GOOD = {"schema_version": 1, "event_id": "e1", "event_time": 1000, "group_id": "g", "type": "join",
+        "member_id": "m1", "topics": ["t"], "owned_partitions": [{"topic": "t", "partition": 0}]}
+
+
+def _parse(spark, records, limit=1000):
+    rows = [(key, value if isinstance(value, bytes) or value is None else value.encode(), topic, 0, i)
+            for i, (key, value, topic) in enumerate(records)]
+    df = spark.createDataFrame(rows, "key string, value binary, topic string, partition int, offset long")
+    df = df.withColumn("key", F.col("key").cast("binary")).withColumn("timestamp", F.current_timestamp())
+    return parse_records(df, M, H, limit).orderBy("source_offset").collect()
+
+
+CASES = [
+    (json.dumps(GOOD), None),
+    ("not json", "not valid JSON"),
+    ("[1,2]", "not a JSON object"),
+    (json.dumps({**GOOD, "generation": "abc"}), 'field generation: expected int, got "abc"'),
+    (json.dumps({k: v for k, v in GOOD.items() if k != "group_id"}), "missing required field group_id"),
+    (json.dumps({**GOOD, "group_id": " "}), "field group_id must not be empty"),
+    (json.dumps({**GOOD, "type": "explode"}), "field type: unknown value 'explode' (expected one of join, leave, update, workload)"),
+    (json.dumps({**GOOD, "event_time": -5}), "field event_time: -5 is below the minimum 0"),
+    (json.dumps({**GOOD, "schema_version": 2}), "unsupported schema_version 2 (this job reads version 1)"),
+    (json.dumps({**GOOD, "type": "leave", "member_id": None}), "missing required field member_id for a leave event"),
+    (json.dumps({**GOOD, "owned_partitions": [{"topic": "t", "partition": -1}]}),
+     "field owned_partitions: a partition number is negative"),
+    (json.dumps({**GOOD, "type": "workload", "workload": {"topics": [{"name": "t", "partitions": -3}]}}),
+     "field workload.topics: a partition count is missing or negative"),
+    (json.dumps({**GOOD, "type": "workload", "workload": {"topics": [{"name": "t", "partitions": 2, "racks": [["a"]]}]}}),
+     "field workload.topics: racks must list one entry per partition"),
+    (json.dumps({**GOOD, "type": "workload"}), "missing required field workload.topics for a workload event"),
+    ("x" * 1001, "oversized record: 1001 bytes (limit 1000)"),
+]
+
+
+def test_each_refusal_names_what_is_wrong(spark):
+    rows = _parse(spark, [("g", value, M) for value, _ in CASES])
+    assert [r.reason for r in rows] == [reason for _, reason in CASES]
+    assert rows[0].member_id == "m1" and rows[0].owned_partitions[0].partition == 0
+
+
+def test_heartbeats_need_only_their_own_fields_and_a_matching_key(spark):
+    hb = {"schema_version": 1, "event_id": "h", "event_time": 5, "group_id": "g", "member_id": "m"}
+    rows = _parse(spark, [
+        ("g", json.dumps(hb), H),
+        ("g", json.dumps({**hb, "member_id": None}), H),
+        ("other", json.dumps(hb), H),
+        (None, None, H),
+        ("g", json.dumps(hb), "stray-topic"),
+    ])
+    assert [r.kind for r in rows] == ["heartbeat", "heartbeat", "heartbeat", "heartbeat", None]
+    assert [r.reason for r in rows] == [
+        None,
+        "missing required field member_id",
+        "record key 'other' differs from group_id 'g'",
+        "empty record value",
+        "record from unexpected topic stray-topic",
+    ]

@@ -1,0 +1,44 @@
+"""The job configuration: defaults, overrides and errors that name the bad key."""
+
+from __future__ import annotations
+
+import pytest
+
+from streaming.config import Config, ConfigError, load_config, parse_config
+
+
+def test_shipped_config_file_is_valid_and_matches_the_defaults():
+    config = load_config()
+    assert config.kafka == Config().kafka
+    assert config.output.app_id == "rebalance-monitor-v1"
+    assert config.spark.conf["spark.sql.shuffle.partitions"] == "2"
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"kafka": {"bootstrap": "x"}}, "kafka.bootstrap: unknown key"),
+    ({"kafak": {}}, "unknown section [kafak]"),
+    ({"kafka": {"max_offsets_per_trigger": "10"}}, "kafka.max_offsets_per_trigger: expected an integer"),
+    ({"kafka": {"max_record_bytes": -1}}, "kafka.max_record_bytes: must not be negative"),
+    ({"output": {"root": ""}}, "output.root: expected a non-empty string"),
+    ({"spark": {"conf": "x"}}, "spark.conf: must be a table"),
+])
+def test_bad_config_names_the_key(data, message):
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    assert message in str(info.value)
+
+
+def test_flags_override_the_file_and_pass_through_kafka_options():
+    config = parse_config({"kafka": {"options": {"security.protocol": "SASL_SSL", "sasl.password": "s3cr3t"}}})
+    config = config.with_overrides(bootstrap_servers="b:1", membership_topic="m", output="/tmp/x")
+    opts = config.kafka.source_options()
+    assert opts["kafka.bootstrap.servers"] == "b:1"
+    assert opts["subscribe"] == "m,rebalance.heartbeats"
+    assert opts["kafka.security.protocol"] == "SASL_SSL"
+    assert config.kafka.redacted_options()["sasl.password"] == "***"
+    assert config.output.table_path("events") == "/tmp/x/events"
+
+
+def test_missing_config_file_given_explicitly_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml")
