@@ -1,0 +1,111 @@
+"""Balance metrics and the validity check (assignors/metrics.py)."""
+
+from __future__ import annotations
+
+import time
+from itertools import combinations
+
+import pytest
+
+from assignors import GroupAssignment, TopicPartition
+from assignors.metrics import balance_metrics, balance_score, validate
+from assignors.uniform import assign_uniform
+
+from .conftest import group, member, tps
+
+
+def test_balance_score_is_the_sum_of_pairwise_differences():
+    sizes = [4, 0, 7, 7, 2, 9]
+    assert balance_score(sizes) == sum(abs(a - b) for a, b in combinations(sizes, 2)) == 63
+    assert balance_score([]) == balance_score([5]) == balance_score([3, 3, 3]) == 0
+
+
+def test_metrics_of_a_trimmed_assignment_count_one_moved_partition():
+    spec = group(
+        member("A", ["t1", "t2"], tps("t1", 0, 1) + tps("t2", 0, 1)),
+        member("B", ["t1", "t2"], tps("t1", 2) + tps("t2", 2)),
+        topics={"t1": 3, "t2": 3},
+    )
+    m = balance_metrics(spec, assign_uniform(spec))
+    assert (m.members, m.partitions, dict(m.per_member)) == (2, 6, {"A": 3, "B": 3})
+    assert (m.min, m.max, m.mean, m.stddev, m.imbalance, m.balance_score) == (3, 3, 3.0, 0.0, 0, 0)
+    assert (m.moved, m.retainable, m.retained, m.unassigned) == (1, 6, 5, 0)
+    assert m.stickiness == pytest.approx(5 / 6)
+
+
+def test_metrics_report_spread_and_withheld_partitions():
+    spec = group(member("A", ["t"]), member("B", ["t"]), member("C", ["t"]), topics={"t": 6})
+    answer = {"A": tps("t", 0, 1, 2, 3), "B": tps("t", 4), "C": []}
+    m = balance_metrics(spec, answer)
+    assert (m.min, m.max, m.imbalance, m.balance_score, m.unassigned) == (0, 4, 4, 8, 1)
+    assert m.mean == pytest.approx(5 / 3)
+    assert m.stddev == pytest.approx(((4 - 5 / 3) ** 2 + (1 - 5 / 3) ** 2 + (5 / 3) ** 2) ** 0.5 / 3**0.5)
+
+
+def test_stickiness_is_one_when_nothing_was_owned_before():
+    spec = group(member("A", ["t"]), member("B", ["t"]), topics={"t": 4})
+    m = balance_metrics(spec, {"A": tps("t", 0, 1), "B": tps("t", 2, 3)})
+    assert (m.moved, m.retainable, m.retained, m.stickiness) == (0, 0, 0, 1.0)
+
+
+def test_explicit_previous_owners_count_moves_away_from_members_that_left():
+    spec = group(member("A", ["t"]), member("B", ["t"]), topics={"t": 4})
+    previous = {TopicPartition("t", 0): "A", TopicPartition("t", 1): "gone", TopicPartition("t", 2): "B"}
+    m = balance_metrics(spec, {"A": tps("t", 0, 1), "B": tps("t", 3)}, previous_owners=previous)
+    # t-1 moved away from a departed member; t-2 was withheld from B; only A and B could retain.
+    assert (m.moved, m.retainable, m.retained, m.unassigned) == (1, 2, 1, 1)
+    assert m.stickiness == 0.5
+
+
+def test_stickiness_ignores_owned_partitions_of_topics_the_owner_dropped():
+    spec = group(member("A", ["u"], tps("t", 0) + tps("u", 0)), member("B", ["t", "u"]), topics={"t": 1, "u": 1})
+    m = balance_metrics(spec, {"A": tps("u", 0), "B": tps("t", 0)})
+    assert (m.moved, m.retainable, m.retained, m.stickiness) == (1, 1, 1, 1.0)
+
+
+def test_validate_accepts_a_valid_complete_assignment():
+    spec = group(member("A", ["t"]), member("B", ["t", "u"]), topics={"t": 2, "u": 1})
+    assert validate(spec, {"A": tps("t", 0), "B": tps("t", 1) + tps("u", 0)}) == []
+
+
+def test_validate_names_every_kind_of_violation():
+    spec = group(member("A", ["t"]), member("B", ["t"]), member("C", ["t"]), topics={"t": 4, "u": 1}, group_id="g1")
+    problems = validate(spec, {"A": tps("t", 0) + tps("u", 0) + tps("t", 7), "B": tps("t", 0), "X": []})
+    assert problems == [
+        "group 'g1': member 'C' is missing from the assignment",
+        "group 'g1': the assignment names 'X', which is not a member",
+        "group 'g1': member 'A' got partitions that do not exist: t-7",
+        "group 'g1': member 'A' got partitions of topics it does not subscribe to: u-0",
+        "group 'g1': t-0 is assigned more than once: to 'A', 'B'",
+        "group 'g1': 3 subscribed partition(s) of topic 't' are not assigned: 1, 2, 3",
+    ]
+
+
+def test_validate_skips_completeness_on_request_and_accepts_withheld_partitions():
+    spec = group(member("A", ["t"]), member("B", ["t"]), topics={"t": 2})
+    partial = {"A": tps("t", 0), "B": []}
+    assert validate(spec, partial) != []
+    assert validate(spec, partial, complete=False) == []
+    withheld = GroupAssignment(partial, transferring={TopicPartition("t", 1): "B"})
+    assert validate(spec, withheld) == []
+
+
+def test_validate_summarises_long_lists():
+    spec = group(member("A", ["t"]), topics={"t": 100})
+    (problem,) = validate(spec, {"A": []})
+    assert problem.endswith("100 subscribed partition(s) of topic 't' are not assigned: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...")
+
+
+def test_metrics_and_validation_of_a_half_million_partition_group_are_fast():
+    topics = tuple(f"topic-{i}" for i in range(50))
+    counts = {t: 10_000 for t in topics}
+    first = assign_uniform(group(*(member(f"c{i:05d}", topics) for i in range(10_000)), topics=counts)).assignment
+    spec = group(*(member(f"c{i:05d}", topics, first[f"c{i:05d}"]) for i in range(1, 10_000)), member("new", topics), topics=counts)
+    answer = assign_uniform(spec)
+    started = time.perf_counter()
+    m = balance_metrics(spec, answer, previous_owners={tp: m for m, parts in first.items() for tp in parts})
+    problems = validate(spec, answer)
+    elapsed = time.perf_counter() - started
+    assert problems == []
+    assert (m.members, m.partitions, m.imbalance, m.moved, m.stickiness) == (10_000, 500_000, 0, 50, 1.0)
+    assert elapsed < 10.0, f"took {elapsed:.2f}s"
