@@ -9,11 +9,13 @@ of them (4 x 1,200 lines) in one JVM. What must agree:
   constrained path, whose list order Kafka's tests assert): the same lists, and for the cooperative
   assignor our ``transferring`` partitions are exactly the ones Kafka withheld;
 * heterogeneous sticky specs: ours is valid and complete, its balance score is at most Kafka's and it
-  moves no more previously owned partitions than Kafka does.
+  moves no more previously owned partitions than Kafka does (for the cooperative assignor the balance
+  is that of the final placement, after the withheld partitions reach their new owners).
 
-Two documented Kafka bugs (spec section 8) are not reproduced by our port on purpose. Specs that
-can hit them are excluded from the comparison by the named predicates below, counted, and still
-checked for validity and completeness on our side.
+Two documented Kafka bugs (spec section 8), and a third found by this test (a claim beyond a
+topic's partition count is kept and that partition assigned), are not reproduced by our port on
+purpose. Specs that can hit them are excluded from the comparison by the named predicates below,
+counted, and still checked for validity and completeness on our side.
 
 Seed and size: ``DIFFERENTIAL_SEED`` and ``DIFFERENTIAL_SPECS`` in the environment (defaults
 20241025 and 1200). Run with ``-s`` to see the agreement table.
@@ -182,11 +184,26 @@ def kafka_stale_claim_on_unsubscribed_topic_on_general_path(spec: GroupSpec) -> 
     return False
 
 
+def kafka_keeps_claim_beyond_partition_count(spec: GroupSpec) -> bool:
+    """Kafka's sticky assignors keep a claim on a partition number the topic does not have (metadata
+    behind the claimant's, e.g. a leader that has not yet seen a partition increase) and assign that
+    non-existent partition. Not in spec section 8; our port ignores such claims on purpose
+    (documented in ``assignors/sticky/__init__.py``)."""
+    subscribed = {t for m in spec.members for t in m.topics}
+    live = {t: spec.topics[t].partitions for t in subscribed if t in spec.topics and spec.topics[t].partitions > 0}
+    return any(tp.topic in live and tp.partition >= live[tp.topic] for m in spec.members for tp in m.owned_partitions)
+
+
+STICKY_BUGS = (
+    kafka_empty_subscription_member_first_on_fast_path,
+    kafka_stale_claim_on_unsubscribed_topic_on_general_path,
+    kafka_keeps_claim_beyond_partition_count,
+)
 KAFKA_BUGS: dict[str, tuple[Callable[[GroupSpec], bool], ...]] = {
     "range": (),
     "roundrobin": (),
-    "sticky": (kafka_empty_subscription_member_first_on_fast_path, kafka_stale_claim_on_unsubscribed_topic_on_general_path),
-    "cooperative-sticky": (kafka_empty_subscription_member_first_on_fast_path, kafka_stale_claim_on_unsubscribed_topic_on_general_path),
+    "sticky": STICKY_BUGS,
+    "cooperative-sticky": STICKY_BUGS,
 }
 
 
@@ -264,7 +281,8 @@ def test_our_assignor_agrees_with_kafkas(assignor, runs):
     specs, java_answers = runs
     assign = registry.get_assignor(assignor)  # a missing module fails here, loudly
     tally = Tally()
-    for raw, java_line in zip(specs, java_answers[assignor]):
+    java_sticky = java_answers["sticky"]
+    for assignor_index, (raw, java_line) in enumerate(zip(specs, java_answers[assignor])):
         parsed: ParsedSpec = parse_group_spec(raw, assignor)
         spec = parsed.spec
         tally.specs += 1
@@ -311,9 +329,19 @@ def test_our_assignor_agrees_with_kafkas(assignor, runs):
 
         tally.property_compared += 1
         tally.happened_to_be_identical += ours.assignment == java.assignment
+        ours_final, java_final = ours.assignment, java.assignment
+        if assignor == "cooperative-sticky":
+            # Balance is judged on where the partitions end up after the follow-up round: ours with
+            # each withheld partition on its intended owner, Kafka's as its eager StickyAssignor
+            # answer on the same group (both run the same assignPartitions and the cooperative one then
+            # withholds; checked on every non-excluded spec of the default seed).
+            ours_final = {m: list(tps) for m, tps in ours.assignment.items()}
+            for tp, owner in ours.transferring.items():
+                ours_final[owner].append(tp)
+            java_final = parse_answer(java_sticky[assignor_index]).assignment
         problems = []
-        if balance_score(ours.assignment) > balance_score(java.assignment):
-            problems.append(f"balance score {balance_score(ours.assignment)} > Kafka's {balance_score(java.assignment)}")
+        if balance_score(ours_final) > balance_score(java_final):
+            problems.append(f"balance score {balance_score(ours_final)} > Kafka's {balance_score(java_final)}")
         ours_moves, java_moves = previously_owned_moves(spec, ours.assignment), previously_owned_moves(spec, java.assignment)
         if ours_moves > java_moves:
             problems.append(f"moves {ours_moves} previously owned partitions, Kafka {java_moves}")
