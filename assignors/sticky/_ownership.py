@@ -77,12 +77,17 @@ def subscriptions_equal(members: Sequence[MemberSpec], visit: np.ndarray) -> boo
     empty-subscription members wherever they are visited and give them nothing instead.
     """
     reference: set[str] | None = None
+    verdict: dict[tuple[str, ...], bool] = {}
     for pos in visit.tolist():
         topics = members[pos].topics
         if not topics:
             continue
         if reference is None:
             reference = set(topics)
-        elif len(topics) != len(reference) or not reference.issuperset(topics):
+            continue
+        same = verdict.get(topics)
+        if same is None:
+            same = verdict[topics] = len(topics) == len(reference) and reference.issuperset(topics)
+        if not same:
             return False
     return True
