@@ -57,8 +57,7 @@ def assign_uniform(spec: GroupSpec) -> GroupAssignment:
 
     Raises :class:`AssignmentError` if a member subscribes to a topic missing from ``spec.topics``.
     """
-    subscriptions = {frozenset(m.topics) for m in spec.members}
-    if len(subscriptions) <= 1:
+    if _same_subscriptions(spec):
         return assign_uniform_homogeneous(spec)
     return assign_uniform_heterogeneous(spec)
 
@@ -72,7 +71,7 @@ def assign_uniform_homogeneous(spec: GroupSpec) -> GroupAssignment:
     quota are then filled, in order, from the unowned and given-up partitions.
     """
     check_unique_member_ids(spec)
-    if len({frozenset(m.topics) for m in spec.members}) > 1:
+    if not _same_subscriptions(spec):
         raise InvalidGroupSpecError(
             f"group {spec.group_id!r}: members subscribe to different topics; "
             "use assign_uniform or assign_uniform_heterogeneous"
@@ -97,7 +96,13 @@ def assign_uniform_heterogeneous(spec: GroupSpec) -> GroupAssignment:
     check_unique_member_ids(spec)
     with paused_gc():
         group = _Group.load(spec)
-        return group.answer(_Heterogeneous(group).build())
+        # The builder collects owners topic by topic (name order), partitions ascending.
+        return group.answer(_Heterogeneous(group).build(), in_order=True)
+
+
+def _same_subscriptions(spec: GroupSpec) -> bool:
+    distinct = {m.topics for m in spec.members}  # tuples first: members often share one
+    return len({frozenset(topics) for topics in distinct}) <= 1
 
 
 @dataclass(slots=True)
@@ -141,12 +146,13 @@ class _Group:
             owned.append({topic: sorted(by_topic[topic]) for topic in sorted(by_topic)})
         return _Group(spec, subscriptions, partitions, owned, claimed)
 
-    def answer(self, assignment: list[dict[str, list[int]]]) -> GroupAssignment:
+    def answer(self, assignment: list[dict[str, list[int]]], *, in_order: bool = False) -> GroupAssignment:
+        """Lists sorted by (topic, partition); ``in_order`` says the builder already produced them so."""
         result: dict[str, list[TopicPartition]] = {}
         for member, by_topic in zip(self.spec.members, assignment):
             tps: list[TopicPartition] = []
-            for topic in sorted(by_topic):
-                parts = sorted(by_topic[topic])
+            for topic in by_topic if in_order else sorted(by_topic):
+                parts = by_topic[topic] if in_order else sorted(by_topic[topic])
                 tps.extend(map(TopicPartition, repeat(topic, len(parts)), parts))
             result[member.member_id] = tps
         return GroupAssignment(result)
