@@ -1,0 +1,519 @@
+"""One group's rebalance history as a pure function of its events (no Spark, no wall clock).
+
+The streaming job keeps a :class:`GroupState` per group and calls :func:`advance` with each
+micro-batch's events of that group. Everything here is decided in event time, so the generations
+depend only on the events, never on how they were split into micro-batches:
+
+* Events are applied in event-time order, but only up to the group's *safe time*: the newest event
+  time seen for the group minus ``allowed_lateness_ms`` (or the stream's watermark, if later).
+  Newer events wait in the state. Within that lateness the order in which the two topics'
+  records arrive does not matter.
+* A change (join, leave, subscription or metadata update, workload change, session expiry) opens
+  a rebalance; every change within ``coalesce_ms`` of event time of the first joins it, and the
+  generation is computed at the end of that window, as a coordinator waits for members to rejoin.
+* Session expiry happens at ``last heartbeat + session timeout`` unless a heartbeat (or any event
+  of the member) comes first.
+* A cooperative generation withholds the partitions that change owner; the follow-up generation,
+  ``cooperative_followup_ms`` later, assigns them.
+* Events older than what the group has applied are late: they are applied at the group's current
+  time and flagged, never dropped.
+
+Heartbeats are the bulk of the traffic, so they never go through the per-event loop: they are
+reduced per member with NumPy (last heartbeat, and the first gap longer than the session timeout).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from assignors import COOPERATIVE_ASSIGNORS, GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
+from assignors.errors import RebalanceMonitorError
+from assignors.metrics import balance_metrics
+from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
+
+HOUR_MS = 3_600_000
+#: How many membership event ids a group remembers to recognise redeliveries.
+SEEN_EVENT_IDS = 2_000
+#: Server-side (KIP-848) assignors revoke before they assign, like a cooperative rebalance.
+TWO_PHASE_ASSIGNORS = COOPERATIVE_ASSIGNORS | {"uniform", "server-range"}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    coalesce_ms: int = 1_000
+    allowed_lateness_ms: int = 2_000
+    cooperative_followup_ms: int = 500
+
+
+@dataclass
+class Member:
+    member_id: str
+    topics: tuple[str, ...]
+    joined_at: int
+    last_seen: int
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    host: str | None = None
+    rack: str | None = None
+    #: What the member said it owned when it joined, and its generation then; used until the
+    #: monitor has computed an assignment for it (a monitor attached to a running group).
+    reported_owned: tuple[TopicPartition, ...] = ()
+    reported_generation: int = -1
+
+    def deadline(self) -> int:
+        return self.last_seen + self.session_timeout_ms
+
+
+@dataclass
+class PendingRebalance:
+    start: int
+    deadline: int
+    trigger: str
+    trigger_member: str | None
+
+
+@dataclass
+class GroupState:
+    group_id: str
+    group_type: str = "consumer"
+    assignor: str | None = None
+    protocol: str = "eager"
+    topics: dict[str, TopicSpec] = field(default_factory=dict)
+    #: In join order: the order of Kafka's subscription map, which some assignors' ties follow.
+    members: dict[str, Member] = field(default_factory=dict)
+    generation: int = 0
+    #: The current assignment (after the latest generation); may hold departed members until
+    #: the next generation reassigns their partitions.
+    assignment: dict[str, list[TopicPartition]] = field(default_factory=dict)
+    pending: PendingRebalance | None = None
+    #: Event time up to which the group's events have been applied.
+    frontier: int = -1
+    #: Newest event time seen for the group.
+    clock: int = -1
+    buffered_events: list[dict] = field(default_factory=list)
+    buffered_heartbeats: list[tuple[str, int]] = field(default_factory=list)
+    recent_rebalances: list[int] = field(default_factory=list)
+    seen_event_ids: deque = field(default_factory=lambda: deque(maxlen=SEEN_EVENT_IDS))
+    failed_rebalances: int = 0
+
+
+@dataclass
+class Output:
+    """A row for one of the job's tables."""
+
+    table: str
+    row: dict[str, Any]
+
+
+@dataclass
+class BatchStats:
+    membership_applied: int = 0
+    heartbeats_applied: int = 0
+    late: int = 0
+    rejected: int = 0
+    unknown_member_heartbeats: int = 0
+
+
+class _Run:
+    """One call of :func:`advance`: the state being changed and the outputs being collected."""
+
+    def __init__(self, state: GroupState, settings: EngineSettings, clock: Callable[[], float]):
+        self.s = state
+        self.settings = settings
+        self.clock = clock
+        self.out: list[Output] = []
+        self.stats = BatchStats()
+        self.hb_by_member: dict[str, np.ndarray] = {}
+        self.expiry_heap: list[tuple[int, str, int]] = []
+        self.versions: dict[str, int] = {}
+
+    # -- heartbeats -----------------------------------------------------------------------------
+
+    def load_heartbeats(self, member_ids: np.ndarray, times: np.ndarray) -> None:
+        if len(times) == 0:
+            return
+        order = np.lexsort((times, member_ids))
+        member_ids, times = member_ids[order], times[order]
+        boundaries = np.flatnonzero(member_ids[1:] != member_ids[:-1]) + 1
+        starts = np.concatenate(([0], boundaries))
+        ends = np.concatenate((boundaries, [len(times)]))
+        for a, b in zip(starts, ends):
+            self.hb_by_member[member_ids[a]] = times[a:b]
+
+    def last_seen_at(self, member: Member, at: int) -> int:
+        hbs = self.hb_by_member.get(member.member_id)
+        if hbs is None or len(hbs) == 0:
+            return member.last_seen
+        i = np.searchsorted(hbs, at, side="right")
+        return max(member.last_seen, int(hbs[i - 1])) if i else member.last_seen
+
+    def expiry_of(self, member: Member) -> int:
+        """When the member expires given its heartbeats in this batch: the first gap too long."""
+        st = member.session_timeout_ms
+        hbs = self.hb_by_member.get(member.member_id)
+        if hbs is None or len(hbs) == 0:
+            return member.deadline()
+        later = hbs[hbs > member.last_seen]
+        if len(later) == 0:
+            return member.deadline()
+        seq = np.concatenate(([member.last_seen], later))
+        gaps = np.flatnonzero(np.diff(seq) > st)
+        return int(seq[gaps[0]] + st) if len(gaps) else int(seq[-1] + st)
+
+    def schedule_expiry(self, member: Member) -> None:
+        version = self.versions.get(member.member_id, 0) + 1
+        self.versions[member.member_id] = version
+        heapq.heappush(self.expiry_heap, (self.expiry_of(member), member.member_id, version))
+
+    def next_expiry(self) -> tuple[int, str] | None:
+        while self.expiry_heap:
+            at, member_id, version = self.expiry_heap[0]
+            if self.versions.get(member_id) == version and member_id in self.s.members:
+                return at, member_id
+            heapq.heappop(self.expiry_heap)
+        return None
+
+    # -- changes --------------------------------------------------------------------------------
+
+    def change(self, at: int, trigger: str, member_id: str | None) -> None:
+        if self.s.pending is None:
+            self.s.pending = PendingRebalance(at, at + self.settings.coalesce_ms, trigger, member_id)
+
+    def member_event(self, event: Mapping, kind: str, at: int, late: bool, member: Member | None = None,
+                     previous_member_id: str | None = None) -> None:
+        m = member
+        self.out.append(Output("member_events", {
+            "group_id": self.s.group_id,
+            "event_time": at,
+            "member_id": m.member_id if m else event.get("member_id"),
+            "event": kind,
+            "group_instance_id": m.group_instance_id if m else event.get("group_instance_id"),
+            "client_id": m.client_id if m else event.get("client_id"),
+            "host": m.host if m else event.get("host"),
+            "reason": event.get("reason"),
+            "event_id": event.get("event_id"),
+            "previous_member_id": previous_member_id,
+            "late": late,
+            "generation_before": self.s.generation,
+        }))
+
+    def apply_membership(self, e: Mapping, late: bool) -> None:
+        s = self.s
+        at = max(int(e["event_time"]), s.frontier) if late else int(e["event_time"])
+        kind = e["type"]
+        if e.get("group_type"):
+            s.group_type = e["group_type"]
+        if kind == "workload":
+            self.apply_workload(e, at, late)
+            return
+        member_id = e["member_id"]
+        current = s.members.get(member_id)
+        if e.get("assignor") and e["assignor"] != s.assignor:
+            changed = s.assignor is not None
+            s.assignor = e["assignor"]
+            if changed and current is not None:
+                self.change(at, "update", member_id)
+        if e.get("protocol"):
+            s.protocol = e["protocol"]
+
+        if kind == "leave":
+            if current is None:
+                self.member_event(e, "leave_of_unknown_member", at, late)
+                return
+            del s.members[member_id]
+            self.member_event(e, "left", at, late, current)
+            self.change(at, "leave", member_id)
+            return
+
+        topics = tuple(e.get("topics") or ())
+        if kind == "join" and current is None:
+            static_id = e.get("group_instance_id")
+            previous = next((m for m in s.members.values() if static_id and m.group_instance_id == static_id), None)
+            if previous is not None:
+                self.static_rejoin(e, previous, at, late, topics)
+                return
+            member = Member(
+                member_id=member_id, topics=topics, joined_at=at, last_seen=at,
+                session_timeout_ms=int(e.get("session_timeout_ms") or DEFAULT_SESSION_TIMEOUT_MS),
+                group_instance_id=static_id, client_id=e.get("client_id"), host=e.get("host"),
+                rack=e.get("rack"),
+                reported_owned=tuple(TopicPartition(p["topic"], int(p["partition"]))
+                                     for p in (e.get("owned_partitions") or ())),
+                reported_generation=int(e["generation"]) if e.get("generation") is not None else -1,
+            )
+            s.members[member_id] = member
+            self.member_event(e, "joined", at, late, member)
+            self.change(at, "join", member_id)
+            self.schedule_expiry(member)
+            return
+
+        if current is None:  # an update of a member the group does not know: treat it as a join
+            self.apply_membership({**e, "type": "join"}, late)
+            return
+        # join of a known member, or update: a rebalance only if what the assignor sees changed.
+        current.last_seen = max(current.last_seen, at)
+        relevant = (topics and topics != current.topics) or (e.get("rack") and e.get("rack") != current.rack)
+        if topics:
+            current.topics = topics
+        for attr in ("client_id", "host", "rack"):
+            if e.get(attr):
+                setattr(current, attr, e[attr])
+        if e.get("session_timeout_ms"):
+            current.session_timeout_ms = int(e["session_timeout_ms"])
+        self.member_event(e, "updated" if relevant else "rejoined", at, late, current)
+        if relevant:
+            self.change(at, "update", member_id)
+        self.schedule_expiry(current)
+
+    def static_rejoin(self, e: Mapping, previous: Member, at: int, late: bool, topics: tuple[str, ...]) -> None:
+        """KIP-345: the same group.instance.id under a new member id keeps its place, no rebalance."""
+        s = self.s
+        new_id = e["member_id"]
+        old_id = previous.member_id
+        # Keep the member's position in the subscription map: assignors' ties follow it.
+        s.members = {(new_id if mid == old_id else mid): m for mid, m in s.members.items()}
+        previous.member_id = new_id
+        if old_id in s.assignment:
+            s.assignment[new_id] = s.assignment.pop(old_id)
+        previous.last_seen = at
+        previous.client_id = e.get("client_id") or previous.client_id
+        previous.host = e.get("host") or previous.host
+        self.member_event(e, "static_rejoin", at, late, previous, previous_member_id=old_id)
+        if topics and topics != previous.topics:
+            previous.topics = topics
+            self.change(at, "update", new_id)
+        self.schedule_expiry(previous)
+
+    def apply_workload(self, e: Mapping, at: int, late: bool) -> None:
+        s = self.s
+        topics = {}
+        for t in (e.get("workload") or {}).get("topics") or ():
+            racks = t.get("racks")
+            topics[t["name"]] = TopicSpec(
+                name=t["name"], partitions=int(t["partitions"]),
+                replica_racks=tuple(frozenset(r or ()) for r in racks) if racks is not None else None)
+        changed = topics != s.topics
+        s.topics = topics
+        self.member_event(e, "workload_changed" if changed else "workload_unchanged", at, late)
+        if changed and s.members:
+            self.change(at, "workload", None)
+
+    def expire(self, member_id: str, at: int) -> None:
+        member = self.s.members.pop(member_id)
+        self.member_event({"reason": f"no heartbeat for {member.session_timeout_ms} ms"}, "expired", at, False, member)
+        self.change(at, "expiry", member_id)
+
+    # -- generations ----------------------------------------------------------------------------
+
+    def rebalance(self, at: int) -> None:
+        s = self.s
+        pending = s.pending
+        s.pending = None
+        assignor = s.assignor or ("cooperative-sticky" if s.protocol == "cooperative" else "range")
+        two_phase = s.protocol == "cooperative" or assignor in TWO_PHASE_ASSIGNORS
+
+        previous_owner: dict[TopicPartition, str] = {}
+        for mid, tps in s.assignment.items():
+            for tp in tps:
+                previous_owner.setdefault(tp, mid)
+        duplicates: set[TopicPartition] = set()
+        members = []
+        for m in s.members.values():
+            known = m.member_id in s.assignment
+            owned = tuple(s.assignment[m.member_id]) if known else m.reported_owned
+            if not known:
+                for tp in m.reported_owned:
+                    if tp in previous_owner and previous_owner[tp] != m.member_id:
+                        duplicates.add(tp)
+                    previous_owner.setdefault(tp, m.member_id)
+            members.append(MemberSpec(
+                member_id=m.member_id, topics=m.topics, owned_partitions=owned,
+                generation=s.generation if known else m.reported_generation,
+                group_instance_id=m.group_instance_id, rack=m.rack))
+        spec = GroupSpec(members=tuple(members), topics=dict(s.topics), group_id=s.group_id)
+
+        started = self.clock()
+        try:
+            result = assign(spec, assignor)
+        except RebalanceMonitorError as exc:
+            s.failed_rebalances += 1
+            self.out.append(Output("rejected_events", {
+                "group_id": s.group_id, "reason": f"rebalance at {at} failed: {exc}", "event_time": at}))
+            self.stats.rejected += 1
+            return
+        assignor_ms = (self.clock() - started) * 1000.0
+
+        new_assignment = {mid: list(tps) for mid, tps in result.assignment.items()}
+        transferring = dict(result.transferring)
+        if not two_phase:  # an eager group gets everything at once
+            for tp, mid in transferring.items():
+                new_assignment.setdefault(mid, []).append(tp)
+            transferring = {}
+
+        s.generation += 1
+        generation = s.generation
+        s.recent_rebalances = [t for t in s.recent_rebalances if t > at - HOUR_MS] + [at]
+        trigger = pending.trigger if pending else "unknown"
+        base = {"group_id": s.group_id, "generation": generation, "event_time": at}
+
+        new_owner = {tp: mid for mid, tps in new_assignment.items() for tp in tps}
+        for mid, tps in s.assignment.items():
+            member = s.members.get(mid)
+            kept = set(new_assignment.get(mid, ()))
+            for tp in tps:
+                if tp in kept:
+                    continue
+                to_member = new_owner.get(tp) or transferring.get(tp)
+                if member is None:
+                    reason = "member_left"
+                elif tp in duplicates:
+                    reason = "duplicate"
+                elif tp.topic not in s.topics or tp.partition >= s.topics[tp.topic].partitions:
+                    reason = "deleted"
+                elif tp.topic not in member.topics:
+                    reason = "unsubscribed"
+                else:
+                    reason = "moved"
+                self.out.append(Output("revocations", {
+                    **base, "member_id": mid, "topic": tp.topic, "partition": tp.partition,
+                    "to_member": to_member, "reason": reason}))
+
+        phase = "revocation" if transferring else ("followup" if trigger == "cooperative_followup" else "complete")
+        for m in s.members.values():
+            self.out.append(Output("assignments", {
+                **base, "member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in new_assignment.get(m.member_id, ())],
+                "assignor": assignor, "protocol": s.protocol, "trigger": trigger, "phase": phase,
+                "group_type": s.group_type}))
+
+        metrics = balance_metrics(spec, new_assignment, previous_owners=previous_owner)
+        self.out.append(Output("balance_metrics", {
+            **base, "trigger": trigger, "trigger_member": pending.trigger_member if pending else None,
+            "assignor": assignor, "protocol": s.protocol, "group_type": s.group_type, "phase": phase,
+            "members": metrics.members, "partitions": metrics.partitions,
+            "min_per_member": metrics.min, "max_per_member": metrics.max,
+            "mean_per_member": round(metrics.mean, 6), "stddev_per_member": round(metrics.stddev, 6),
+            "imbalance": metrics.imbalance, "balance_score": metrics.balance_score,
+            "moved": metrics.moved, "stickiness": round(metrics.stickiness, 6),
+            "unassigned": metrics.unassigned, "assignor_ms": round(assignor_ms, 3),
+            "rebalances_last_hour": len(s.recent_rebalances),
+            "rebalance_started_at": pending.start if pending else at,
+        }))
+        s.assignment = {mid: new_assignment.get(mid, []) for mid in s.members}
+        if transferring:
+            s.pending = PendingRebalance(at, at + self.settings.cooperative_followup_ms,
+                                         "cooperative_followup", None)
+
+
+def _event_order(e: Mapping) -> tuple:
+    return (int(e["event_time"]), str(e.get("event_id") or ""))
+
+
+def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_member_ids: Sequence[str],
+            heartbeat_times: Sequence[int], settings: EngineSettings = EngineSettings(),
+            watermark_ms: int | None = None, clock: Callable[[], float] = time.perf_counter,
+            ) -> tuple[list[Output], BatchStats]:
+    """Apply one batch of a group's events; return the rows for the tables and the counts.
+
+    ``clock`` only times the assignor (the ``assignor_ms`` metric); nothing else reads it.
+    """
+    run = _Run(state, settings, clock)
+    s = state
+    fresh: list[dict] = []
+    for e in membership_events:
+        event_id = e.get("event_id")
+        if event_id in s.seen_event_ids:
+            run.out.append(Output("rejected_events", {
+                "group_id": s.group_id, "event_time": e.get("event_time"),
+                "reason": f"duplicate event_id {event_id!r} (already applied)", "event_id": event_id}))
+            run.stats.rejected += 1
+            continue
+        s.seen_event_ids.append(event_id)
+        fresh.append(dict(e))
+    hb_ids = np.asarray(heartbeat_member_ids, dtype=object)
+    hb_times = np.asarray(heartbeat_times, dtype=np.int64)
+
+    newest = max([s.clock, *(int(e["event_time"]) for e in fresh), int(hb_times.max()) if len(hb_times) else -1])
+    s.clock = newest
+    safe = newest - settings.allowed_lateness_ms
+    if watermark_ms is not None:
+        safe = max(safe, watermark_ms)
+
+    # Late membership events (older than what is applied) go first, at the group's current time.
+    late = [e for e in fresh if int(e["event_time"]) <= s.frontier]
+    on_time = [e for e in fresh if int(e["event_time"]) > s.frontier] + s.buffered_events
+    on_time.sort(key=_event_order)
+    due = [e for e in on_time if int(e["event_time"]) <= safe]
+    s.buffered_events = [e for e in on_time if int(e["event_time"]) > safe]
+
+    if s.buffered_heartbeats:
+        hb_ids = np.concatenate((hb_ids, np.array([m for m, _ in s.buffered_heartbeats], dtype=object)))
+        hb_times = np.concatenate((hb_times, np.array([t for _, t in s.buffered_heartbeats], dtype=np.int64)))
+    keep = hb_times > safe
+    s.buffered_heartbeats = list(zip(hb_ids[keep].tolist(), hb_times[keep].tolist()))
+    run.load_heartbeats(hb_ids[~keep], hb_times[~keep])
+    run.stats.heartbeats_applied = int(np.count_nonzero(~keep))
+    run.stats.unknown_member_heartbeats = sum(len(v) for k, v in run.hb_by_member.items() if k not in s.members)
+
+    for e in late:
+        run.apply_membership(e, late=True)
+        run.stats.late += 1
+        run.stats.membership_applied += 1
+
+    # Only members whose expiry can fall inside this batch need a place in the heap.
+    for member in s.members.values():
+        if run.expiry_of(member) <= safe:
+            run.schedule_expiry(member)
+
+    i = 0
+    while True:
+        next_event = int(due[i]["event_time"]) if i < len(due) else math.inf
+        expiry = run.next_expiry()
+        next_expiry = expiry[0] if expiry else math.inf
+        next_rebalance = s.pending.deadline if s.pending else math.inf
+        horizon = min(next_event, next_expiry, next_rebalance)
+        if horizon > safe:
+            break
+        if next_rebalance <= next_event and next_rebalance <= next_expiry:
+            # A deadline at t takes the events before t; an event at exactly t opens the next one.
+            run.rebalance(int(next_rebalance))
+        elif next_event <= next_expiry:
+            e = due[i]
+            i += 1
+            member = s.members.get(e.get("member_id") or "")
+            if member is not None:
+                member.last_seen = run.last_seen_at(member, int(e["event_time"]))
+            run.apply_membership(e, late=False)
+            run.stats.membership_applied += 1
+        else:
+            run.expire(expiry[1], int(next_expiry))
+    for e in due[i:]:  # cannot happen (horizon covers them), kept so nothing is ever lost
+        s.buffered_events.append(e)
+
+    for member in s.members.values():
+        member.last_seen = run.last_seen_at(member, safe)
+    s.frontier = max(s.frontier, safe)
+    return run.out, run.stats
+
+
+def next_deadline(state: GroupState, settings: EngineSettings = EngineSettings()) -> int | None:
+    """The event time at which this group needs attention even if no event of it arrives:
+    the pending rebalance, the earliest session expiry, or buffered events coming due.
+    """
+    candidates = []
+    if state.pending:
+        candidates.append(state.pending.deadline)
+    candidates.extend(m.deadline() for m in state.members.values())
+    if state.buffered_events:
+        candidates.append(min(int(e["event_time"]) for e in state.buffered_events))
+    if state.buffered_heartbeats:
+        candidates.append(min(t for _, t in state.buffered_heartbeats))
+    return min(candidates) if candidates else None

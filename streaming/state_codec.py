@@ -1,0 +1,92 @@
+"""A group's state as bytes for Spark's state store, and back.
+
+JSON (compressed) rather than pickle: the state outlives the code that wrote it, and a versioned,
+explicit format can be read by the next release of the job. Assignments are stored per member as
+topic -> partition numbers, which is several times smaller than a list of pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections import deque
+
+from assignors import TopicPartition, TopicSpec
+
+from .group_state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
+
+FORMAT_VERSION = 1
+
+
+def _encode_assignment(assignment: dict[str, list[TopicPartition]]) -> dict:
+    out: dict[str, dict[str, list[int]]] = {}
+    for member_id, tps in assignment.items():
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        out[member_id] = by_topic
+    return out
+
+
+def _decode_assignment(data: dict) -> dict[str, list[TopicPartition]]:
+    return {member_id: [TopicPartition(t, p) for t, ps in by_topic.items() for p in ps]
+            for member_id, by_topic in data.items()}
+
+
+def encode_state(state: GroupState) -> bytes:
+    data = {
+        "v": FORMAT_VERSION,
+        "group_id": state.group_id,
+        "group_type": state.group_type,
+        "assignor": state.assignor,
+        "protocol": state.protocol,
+        "topics": [[t.name, t.partitions, [sorted(r) for r in t.replica_racks] if t.replica_racks is not None else None]
+                   for t in state.topics.values()],
+        "members": [[m.member_id, list(m.topics), m.joined_at, m.last_seen, m.session_timeout_ms,
+                     m.group_instance_id, m.client_id, m.host, m.rack,
+                     [[tp.topic, tp.partition] for tp in m.reported_owned], m.reported_generation]
+                    for m in state.members.values()],
+        "generation": state.generation,
+        "assignment": _encode_assignment(state.assignment),
+        "pending": ([state.pending.start, state.pending.deadline, state.pending.trigger, state.pending.trigger_member]
+                    if state.pending else None),
+        "frontier": state.frontier,
+        "clock": state.clock,
+        "buffered_events": state.buffered_events,
+        "buffered_heartbeats": state.buffered_heartbeats,
+        "recent_rebalances": state.recent_rebalances,
+        "seen_event_ids": list(state.seen_event_ids),
+        "failed_rebalances": state.failed_rebalances,
+    }
+    return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
+
+
+def decode_state(blob: bytes) -> GroupState:
+    data = json.loads(zlib.decompress(blob))
+    if data.get("v") != FORMAT_VERSION:
+        raise ValueError(f"group state format {data.get('v')!r} is not {FORMAT_VERSION}: "
+                         f"this job cannot read a checkpoint written by another version")
+    members = {}
+    for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen) in data["members"]:
+        members[mid] = Member(mid, tuple(topics), joined, last_seen, st, gid, client_id, host, rack,
+                              tuple(TopicPartition(t, p) for t, p in owned), gen)
+    pending = PendingRebalance(*data["pending"]) if data["pending"] else None
+    return GroupState(
+        group_id=data["group_id"],
+        group_type=data["group_type"],
+        assignor=data["assignor"],
+        protocol=data["protocol"],
+        topics={name: TopicSpec(name, n, tuple(frozenset(r) for r in racks) if racks is not None else None)
+                for name, n, racks in data["topics"]},
+        members=members,
+        generation=data["generation"],
+        assignment=_decode_assignment(data["assignment"]),
+        pending=pending,
+        frontier=data["frontier"],
+        clock=data["clock"],
+        buffered_events=data["buffered_events"],
+        buffered_heartbeats=[tuple(x) for x in data["buffered_heartbeats"]],
+        recent_rebalances=data["recent_rebalances"],
+        seen_event_ids=deque(data["seen_event_ids"], maxlen=SEEN_EVENT_IDS),
+        failed_rebalances=data["failed_rebalances"],
+    )
