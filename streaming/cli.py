@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "streaming.commands.run",
     "streaming.commands.demo",
     "streaming.commands.assign",
+    "streaming.commands.simulate",
 )
 
 
