@@ -31,8 +31,7 @@ Differences from Kafka worth knowing: results are not Kafka-exact; older-generat
 used to move partitions back to a previous owner (Kafka's ``prevAssignment``), so stale claims of
 topics a member no longer subscribes to can never be handed to it (scenario 31b); partitions whose
 owner must give them up are listed as transferring for the cooperative variant when any other live
-member still claims them; unlike Kafka, a receiver whose own claim lost the generation contest
-waits too (see ``_transfers``).
+member still claims them and the receiver did not claim them itself, exactly Kafka's rule.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ import numpy as np
 
 from ..model import MemberSpec
 from ._draft import Draft, group_by_member, rank_within_runs
-from ._layout import Claims, Layout
+from ._layout import Claims, Layout, distinct_subscriptions
 from ._racks import RackInfo
 
 
@@ -69,15 +68,16 @@ class _GeneralBuilder:
         self.rank[by_id] = np.arange(n, dtype=np.int64)
 
         # Edges (member, topic) for each subscribed existing topic, grouped by topic, members by id.
-        em: list[int] = []
-        et: list[int] = []
         index = layout.topic_index
-        for pos, member in enumerate(members):
-            for t in {index[name] for name in member.topics if name in index}:
-                em.append(pos)
-                et.append(t)
-        edge_m = np.array(em, dtype=np.int64)
-        edge_t = np.array(et, dtype=np.int64)
+        per_subscription = [
+            np.array(sorted({index[name] for name in topics if name in index}), dtype=np.int64)
+            for topics in distinct_subscriptions(members)
+        ]
+        classes = distinct_subscriptions(members)
+        kind = [per_subscription[classes[m.topics]] for m in members]
+        sizes = np.fromiter((len(k) for k in kind), dtype=np.int64, count=n)
+        edge_m = np.repeat(np.arange(n, dtype=np.int64), sizes)
+        edge_t = np.concatenate(kind) if n else np.zeros(0, dtype=np.int64)
         order = np.lexsort((self.rank[edge_m], edge_t))
         self.edge_m = edge_m[order]
         self.edge_t = edge_t[order]
@@ -123,8 +123,11 @@ class _GeneralBuilder:
         self.load = np.bincount(self.edge_m, weights=self.x, minlength=self.n).astype(np.int64)
 
         self._fill()
-        self._balance_topics(deque(t for t in self.topic_order if self.multi[t]))
-        self._balance_chains()
+        # First rebalance with units that are not owned partitions only (free to move), then
+        # allow moving owned ones: balance is the same, revocations fewer (KAFKA-8767's aim).
+        for free_only in (True, False):
+            self._balance_topics(deque(t for t in self.topic_order if self.multi[t]), free_only)
+            self._balance_chains(free_only)
         return self._realise()
 
     # 2. ------------------------------------------------------------------------------------
@@ -144,13 +147,13 @@ class _GeneralBuilder:
             self.load[ms] += add
 
     # 3. ------------------------------------------------------------------------------------
-    def _balance_topics(self, work: deque) -> None:
+    def _balance_topics(self, work: deque, free_only: bool) -> None:
         queued = np.zeros(len(self.layout.topics), dtype=bool)
         queued[list(work)] = True
         while work:
             t = work.popleft()
             queued[t] = False
-            changed = self._balance_topic(t)
+            changed = self._balance_topic(t, free_only)
             for m in changed:
                 for e in self.member_edges[m].tolist():
                     u = int(self.edge_t[e])
@@ -158,12 +161,13 @@ class _GeneralBuilder:
                         queued[u] = True
                         work.append(u)
 
-    def _balance_topic(self, t: int) -> set[int]:
+    def _balance_topic(self, t: int, free_only: bool) -> set[int]:
         lo, hi = int(self.topic_start[t]), int(self.topic_start[t + 1])
         ms = self.edge_m[lo:hi]
         loads = self.load[ms]
         xs = self.x[lo:hi]
-        holding = xs > 0
+        floor = self.retained[lo:hi] if free_only else 0
+        holding = xs > floor
         if not holding.any() or int(loads[holding].max()) - int(loads.min()) < 2:
             return set()
         x, r, load, rank, edge_m = self.x, self.retained, self.load, self.rank, self.edge_m
@@ -176,16 +180,21 @@ class _GeneralBuilder:
             # lightest first; among equals let a member regain one of its owned partitions first
             return (int(load[edge_m[e]]), 0 if x[e] < r[e] else 1, int(rank[edge_m[e]]), e)
 
-        edges = range(lo, hi)
-        donors = [donor_key(e) for e in edges if x[e] > 0]
-        takers = [taker_key(e) for e in edges]
+        # During the pass donors only get lighter and takers only heavier, so only members already
+        # two above the lightest can give and only those two below the heaviest giver can take.
+        lightest = int(loads.min())
+        heaviest = int(loads[holding].max())
+        give = np.flatnonzero(holding & (loads >= lightest + 2)) + lo
+        take = np.flatnonzero(loads <= heaviest - 2) + lo
+        donors = [donor_key(e) for e in give.tolist()]
+        takers = [taker_key(e) for e in take.tolist()]
         heapq.heapify(donors)
         heapq.heapify(takers)
         changed: set[int] = set()
         while donors and takers:
             # Every change pushes fresh keys, so an entry whose key no longer matches is stale.
             d = donors[0]
-            if x[d[3]] <= 0 or donor_key(d[3]) != d:
+            if x[d[3]] <= (r[d[3]] if free_only else 0) or donor_key(d[3]) != d:
                 heapq.heappop(donors)
                 continue
             k = takers[0]
@@ -202,19 +211,23 @@ class _GeneralBuilder:
             load[km] += 1
             changed.add(dm)
             changed.add(km)
-            heapq.heapreplace(donors, donor_key(de)) if x[de] > 0 else heapq.heappop(donors)
+            if x[de] > (r[de] if free_only else 0):
+                heapq.heapreplace(donors, donor_key(de))
+            else:
+                heapq.heappop(donors)
             heapq.heapreplace(takers, taker_key(ke))
-            heapq.heappush(donors, donor_key(ke))
             heapq.heappush(takers, taker_key(de))
         return changed
 
     # 4. ------------------------------------------------------------------------------------
-    def _balance_chains(self) -> None:
+    def _balance_chains(self, free_only: bool) -> None:
         n = self.n
         active = np.array([len(e) > 0 for e in self.member_edges], dtype=bool)
-        x, load = self.x, self.load
+        x, r, load = self.x, self.retained, self.load
         edge_m, edge_t, ts = self.edge_m, self.edge_t, self.topic_start
         member_edges = self.member_edges
+        n_topics = len(self.layout.topics)
+        unreached = n + 1
         while active.any():
             act_loads = load[active]
             top = int(act_loads.max())
@@ -222,38 +235,55 @@ class _GeneralBuilder:
                 return
             sources = np.flatnonzero(active & (load == top))
             sources = sources[np.argsort(self.rank[sources], kind="stable")]
-            visited = np.zeros(n, dtype=bool)
-            visited[sources] = True
-            via_edge = np.full(n, -1, dtype=np.int64)  # giver's edge used to reach a member
+            # 0-1 BFS: a hop costs 1 when the giver has to hand over one of its owned partitions,
+            # so the first target popped is reached with the fewest revocations.
+            dist = np.full(n, unreached, dtype=np.int64)
+            dist[sources] = 0
+            via_edge = np.full(n, -1, dtype=np.int64)  # giver's edge on the hop into a member
             in_edge = np.full(n, -1, dtype=np.int64)  # the member's own edge on that topic
             came_from = np.full(n, -1, dtype=np.int64)
-            expanded = np.zeros(len(self.layout.topics), dtype=bool)
-            queue = deque(sources.tolist())
+            spent_free = np.zeros(n_topics, dtype=bool)
+            spent_owned = np.zeros(n_topics, dtype=bool)
+            queue = deque((int(m), 0) for m in sources)
             target = -1
-            while queue and target < 0:
-                a = queue.popleft()
+            while queue:
+                a, d = queue.popleft()
+                if d > dist[a]:
+                    continue
+                if came_from[a] >= 0 and load[a] <= top - 2:
+                    target = a
+                    break
                 for e in member_edges[a].tolist():
-                    t = int(edge_t[e])
-                    if x[e] <= 0 or expanded[t]:
+                    free = x[e] > r[e]
+                    if x[e] <= 0 or (free_only and not free):
                         continue
-                    expanded[t] = True
+                    t = int(edge_t[e])
+                    if free:
+                        if spent_free[t]:
+                            continue
+                        spent_free[t] = True
+                        nd = d
+                    else:
+                        if spent_free[t] or spent_owned[t]:
+                            continue
+                        spent_owned[t] = True
+                        nd = d + 1
                     lo, hi = int(ts[t]), int(ts[t + 1])
                     bs = edge_m[lo:hi]
-                    fresh = np.flatnonzero(active[bs] & ~visited[bs])
-                    if len(fresh) == 0:
+                    better = np.flatnonzero(active[bs] & (dist[bs] > nd))
+                    if len(better) == 0:
                         continue
-                    reached = bs[fresh]
-                    visited[reached] = True
+                    reached = bs[better]
+                    dist[reached] = nd
                     came_from[reached] = a
                     via_edge[reached] = e
-                    in_edge[reached] = lo + fresh
-                    low = np.flatnonzero(load[reached] <= top - 2)
-                    if len(low):
-                        target = int(reached[low[0]])
-                        break
-                    queue.extend(reached.tolist())
+                    in_edge[reached] = lo + better
+                    if nd == d:
+                        queue.extendleft((int(b), nd) for b in reached[::-1])
+                    else:
+                        queue.extend((int(b), nd) for b in reached)
             if target < 0:
-                active &= ~visited
+                active &= dist == unreached
                 continue
             hops = []
             b = target
@@ -261,7 +291,10 @@ class _GeneralBuilder:
                 hops.append((int(via_edge[b]), int(in_edge[b])))
                 b = int(came_from[b])
             source = b
-            amount = min(min(int(x[g]) for g, _ in hops), (top - int(load[target])) // 2)
+            amount = (top - int(load[target])) // 2
+            for give, _ in hops:
+                spare = int(x[give] - r[give])
+                amount = min(amount, spare if (free_only or spare > 0) else int(x[give]))
             for give, take in hops:
                 x[give] -= amount
                 x[take] += amount
@@ -315,18 +348,26 @@ class _GeneralBuilder:
         )
 
     def _transfers(self, new_g: np.ndarray, new_m: np.ndarray) -> np.ndarray:
-        """A partition its new owner did not keep, while another member still claims it, must be
-        revoked first. Kafka exempts a receiver that merely claims it too (even with a losing,
-        older generation), which can give a partition to one member while another still holds
-        it; here only keeping one's own winning claim counts."""
+        """A partition newly given to a member that did not claim it, while another member still
+        claims it, must be revoked first. As in Kafka (and the coordinator's cooperative check),
+        a receiver that reported the partition as owned is not waiting for anybody, even when its
+        claim lost the generation contest."""
         claims = self.claims
         if len(claims.g) == 0 or len(new_g) == 0:
             return np.zeros(len(new_g), dtype=bool)
         total = self.layout.total
-        pair = np.unique(claims.member * total + claims.g)
+        pair = np.sort(claims.member * total + claims.g)
+        if len(pair) > 1:
+            pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
         claimants = np.bincount(pair % total, minlength=total)
-        own_claim = np.isin(new_m * total + new_g, pair)
-        return claimants[new_g] - own_claim > 0
+        result = np.zeros(len(new_g), dtype=bool)
+        claimed = np.flatnonzero(claimants[new_g] > 0)
+        if len(claimed):
+            key = new_m[claimed] * total + new_g[claimed]
+            at = np.minimum(np.searchsorted(pair, key), len(pair) - 1)
+            own = pair[at] == key
+            result[claimed] = ~own
+        return result
 
 
 def _level_fill(loads: np.ndarray, ranks: np.ndarray, units: int) -> np.ndarray:
