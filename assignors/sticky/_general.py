@@ -21,6 +21,7 @@ end:
    final. The result minimises the sum of squared loads; on this problem's polytope that
    assignment is least-majorized, so it also has the lowest possible balance score
    (sum over member pairs of |size_i - size_j|), never worse than Kafka's.
+   Then owned partitions are handed back where a chain of unowned units lets loads stay put.
 5. **Realise**: per topic, a member whose count fell keeps its lowest-numbered owned partitions;
    freed and unowned partitions are dealt to members whose count grew, least-loaded first (ties by
    member id), preferring partitions on the member's rack when rack-aware. Within a topic,
@@ -128,6 +129,7 @@ class _GeneralBuilder:
         for free_only in (True, False):
             self._balance_topics(deque(t for t in self.topic_order if self.multi[t]), free_only)
             self._balance_chains(free_only)
+        self._return_owned()
         return self._realise()
 
     # 2. ------------------------------------------------------------------------------------
@@ -300,6 +302,78 @@ class _GeneralBuilder:
                 x[take] += amount
             load[source] -= amount
             load[target] += amount
+
+    def _return_owned(self, budget: int = 2_000_000) -> None:
+        """Give owned partitions back where loads allow it without touching balance.
+
+        If member A lost an owned unit of topic t while B holds a unit of t it did not own, B can
+        hand one back to A provided a unit travels from A to B along hops that move only units
+        nobody owned (loads stay put, one revocation fewer). ``budget`` caps the search work on
+        very large groups, where this polish matters least.
+        """
+        x, r = self.x, self.retained
+        edge_m, edge_t, ts = self.edge_m, self.edge_t, self.topic_start
+        member_edges = self.member_edges
+        n = self.n
+        spent = 0
+        improved = True
+        while improved and spent < budget:
+            improved = False
+            for lost in np.flatnonzero(x < r).tolist():
+                if x[lost] >= r[lost]:
+                    continue
+                a, t = int(edge_m[lost]), int(edge_t[lost])
+                lo, hi = int(ts[t]), int(ts[t + 1])
+                spare = x[lo:hi] > r[lo:hi]
+                if not spare.any():
+                    continue
+                holders = np.zeros(n, dtype=bool)
+                holders[edge_m[lo:hi][spare]] = True
+                holder_edge = {int(edge_m[e]): e for e in (lo + np.flatnonzero(spare)).tolist()}
+                came_from = np.full(n, -1, dtype=np.int64)
+                via_edge = np.full(n, -1, dtype=np.int64)
+                in_edge = np.full(n, -1, dtype=np.int64)
+                seen = np.zeros(n, dtype=bool)
+                seen[a] = True
+                expanded = np.zeros(len(self.layout.topics), dtype=bool)
+                queue = deque([a])
+                found = -1
+                while queue and found < 0:
+                    m = queue.popleft()
+                    for e in member_edges[m].tolist():
+                        u = int(edge_t[e])
+                        if x[e] <= r[e] or expanded[u]:
+                            continue
+                        expanded[u] = True
+                        ulo, uhi = int(ts[u]), int(ts[u + 1])
+                        spent += uhi - ulo
+                        bs = edge_m[ulo:uhi]
+                        new = np.flatnonzero(~seen[bs])
+                        if len(new) == 0:
+                            continue
+                        reached = bs[new]
+                        seen[reached] = True
+                        came_from[reached] = m
+                        via_edge[reached] = e
+                        in_edge[reached] = ulo + new
+                        hit = np.flatnonzero(holders[reached])
+                        if len(hit):
+                            found = int(reached[hit[0]])
+                            break
+                        queue.extend(reached.tolist())
+                if found < 0:
+                    continue
+                b = found
+                while came_from[b] >= 0:
+                    x[via_edge[b]] -= 1
+                    x[in_edge[b]] += 1
+                    b = int(came_from[b])
+                back = holder_edge[found]
+                x[back] -= 1
+                x[lost] += 1
+                improved = True
+                if spent >= budget:
+                    break
 
     # 5. ------------------------------------------------------------------------------------
     def _realise(self) -> Draft:
