@@ -115,6 +115,16 @@ class SimulationConfig:
     group_prefix: str = "sim"
 
     def __post_init__(self) -> None:
+        # Normalise equal values to one form (6 and 6.0, [2, 3] and (2, 3)): the run tag hashes
+        # the config, and the same traffic must get the same event ids however it was configured.
+        for name in ("churn_per_minute", "static_share", "cooperative_share", "crash_share", "bad_share"):
+            value = getattr(self, name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                object.__setattr__(self, name, float(value))
+        for name in ("members", "partitions", "bad_kinds", "racks"):
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+
         def whole(name: str, minimum: int) -> None:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

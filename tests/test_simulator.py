@@ -59,6 +59,8 @@ def _type_problems(name: str, ftype, value) -> list[str]:
         ok = isinstance(value, int) and not isinstance(value, bool)
         if ok and ftype == "int":
             ok = INT32[0] <= value <= INT32[1]
+    elif ftype == "double":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     elif ftype == "boolean":
         ok = isinstance(value, bool)
     elif isinstance(ftype, Array):
@@ -158,6 +160,13 @@ def test_the_same_config_gives_byte_identical_records_and_another_seed_does_not(
     assert list(simulate(CONFIG, end_time_ms=END)) == records
     other = list(simulate(SimulationConfig(**{**CONFIG.__dict__, "seed": 12}), end_time_ms=END))
     assert other != records
+
+
+def test_equal_configs_written_differently_give_the_same_records():
+    a = SimulationConfig(groups=2, members=[2, 3], churn_per_minute=6, static_share=1, bad_share=0)
+    b = SimulationConfig(groups=2, members=(2, 3), churn_per_minute=6.0, static_share=1.0, bad_share=0.0)
+    assert a == b
+    assert list(simulate(a, max_records=300)) == list(simulate(b, max_records=300))
 
 
 def test_event_ids_are_unique_and_differ_between_runs_with_other_settings(run):
