@@ -303,7 +303,7 @@ class _GeneralBuilder:
             load[source] -= amount
             load[target] += amount
 
-    def _return_owned(self, budget: int = 2_000_000) -> None:
+    def _return_owned(self, budget: int = 200_000) -> None:
         """Give owned partitions back where loads allow it without touching balance.
 
         If member A lost an owned unit of topic t while B holds a unit of t it did not own, B can
