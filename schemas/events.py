@@ -40,7 +40,7 @@ class Map:
     value: "FieldType"  # keys are strings
 
 
-FieldType = str | Array | Struct | Map  # str: "string", "int", "long", "boolean"
+FieldType = str | Array | Struct | Map  # str: "string", "int", "long", "double", "boolean"
 
 TOPIC_PARTITION = Struct((("topic", "string"), ("partition", "int")))
 WORKLOAD_TOPIC = Struct((("name", "string"), ("partitions", "int"), ("racks", Array(Array("string")))))

@@ -6,7 +6,8 @@ from pyspark.sql import types as T
 
 from .events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS, Array, Field, FieldType, Map, Struct
 
-_ATOMS = {"string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(), "boolean": T.BooleanType()}
+_ATOMS = {"string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(),
+          "double": T.DoubleType(), "boolean": T.BooleanType()}
 
 
 def spark_type(t: FieldType) -> T.DataType:
@@ -27,3 +28,9 @@ def struct_of(fields: tuple[Field, ...]) -> T.StructType:
 
 MEMBERSHIP_SCHEMA = struct_of(MEMBERSHIP_FIELDS)
 HEARTBEAT_SCHEMA = struct_of(HEARTBEAT_FIELDS)
+
+
+def table_schema(table: str) -> T.StructType:
+    from .tables import TABLES
+
+    return struct_of(TABLES[table])

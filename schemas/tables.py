@@ -1,12 +1,110 @@
-"""The Delta tables the job writes, by name. Their columns are documented in docs/tables.md."""
+"""The Delta tables the job writes: names and columns, the one definition.
+
+docs/tables.md and the Spark schemas the sink uses come from here. Event times are epoch
+milliseconds of event time (never wall-clock), so a replay writes identical rows; ``assignor_ms``
+is the one measured value.
+"""
 
 from __future__ import annotations
 
-#: Valid events as read (walking skeleton: replaced by the per-generation tables of the job).
-EVENTS = "events"
-#: Records the job refused, with where they came from and why.
-REJECTED_EVENTS = "rejected_events"
+from .events import Array, Field, Struct
 
-REJECTED_COLUMNS = (
-    "source_topic", "source_partition", "source_offset", "kafka_timestamp", "record_key", "raw_value", "reason",
+TOPIC_PARTITION = Struct((("topic", "string"), ("partition", "int")))
+
+ASSIGNMENTS = "assignments"
+REVOCATIONS = "revocations"
+BALANCE_METRICS = "balance_metrics"
+MEMBER_EVENTS = "member_events"
+REJECTED_EVENTS = "rejected_events"
+INGEST_METRICS = "ingest_metrics"
+
+_GEN = (
+    Field("group_id", "string", "The group."),
+    Field("generation", "long", "The generation, counted by the monitor from 1."),
+    Field("event_time", "long", "Event time (epoch ms) at which the generation completed."),
 )
+
+TABLES: dict[str, tuple[Field, ...]] = {
+    ASSIGNMENTS: _GEN + (
+        Field("member_id", "string", "A member of this generation; one row per member."),
+        Field("group_instance_id", "string", "Its static id, if any."),
+        Field("partitions", Array(TOPIC_PARTITION), "What the member holds after this generation."),
+        Field("assignor", "string", "Assignor that computed it (Kafka name)."),
+        Field("protocol", "string", "eager or cooperative."),
+        Field("trigger", "string", "join, leave, update, workload, expiry or cooperative_followup."),
+        Field("phase", "string", "complete; revocation (a cooperative round that withholds moving "
+              "partitions); followup (the round that assigns them)."),
+        Field("group_type", "string", "consumer, streams or connect."),
+    ),
+    REVOCATIONS: _GEN + (
+        Field("member_id", "string", "The member that gave the partition up."),
+        Field("topic", "string", "Topic."),
+        Field("partition", "int", "Partition."),
+        Field("to_member", "string", "Who gets it (now, or in the follow-up round); null if nobody."),
+        Field("reason", "string", "moved, member_left, unsubscribed, deleted or duplicate."),
+    ),
+    BALANCE_METRICS: _GEN + (
+        Field("trigger", "string", "What opened the rebalance."),
+        Field("trigger_member", "string", "The member whose change opened it (null for workload changes)."),
+        Field("assignor", "string", "Assignor (Kafka name)."),
+        Field("protocol", "string", "eager or cooperative."),
+        Field("group_type", "string", "consumer, streams or connect."),
+        Field("phase", "string", "complete, revocation or followup."),
+        Field("members", "int", "Members in the generation."),
+        Field("partitions", "int", "Partitions assigned (assigned-partitions summed over members)."),
+        Field("min_per_member", "int", "Fewest partitions of a member."),
+        Field("max_per_member", "int", "Most partitions of a member."),
+        Field("mean_per_member", "double", "Mean partitions per member."),
+        Field("stddev_per_member", "double", "Population standard deviation of partitions per member."),
+        Field("imbalance", "int", "max_per_member - min_per_member."),
+        Field("balance_score", "long", "Kafka's balance score: sum over member pairs of |size difference|."),
+        Field("moved", "int", "Partitions now with another member than before (incl. from departed members)."),
+        Field("stickiness", "double", "Share of retainable partitions that stayed with their owner."),
+        Field("unassigned", "int", "Subscribed partitions nobody holds after this generation "
+              "(withheld in a cooperative revocation round)."),
+        Field("assignor_ms", "double", "Time the assignor took (a measurement; differs between replays)."),
+        Field("rebalances_last_hour", "int", "Generations of this group in the hour up to this one "
+              "(Kafka: rebalance-rate-per-hour)."),
+        Field("rebalance_started_at", "long", "Event time of the change that opened the rebalance."),
+    ),
+    MEMBER_EVENTS: (
+        Field("group_id", "string", "The group."),
+        Field("event_time", "long", "When it was applied (event time; a late event's is the group's time then)."),
+        Field("member_id", "string", "The member (null for workload changes)."),
+        Field("event", "string", "joined, rejoined, updated, left, expired, static_rejoin, workload_changed, "
+              "workload_unchanged, leave_of_unknown_member."),
+        Field("group_instance_id", "string", "Static id."),
+        Field("client_id", "string", "client.id."),
+        Field("host", "string", "Host."),
+        Field("reason", "string", "Reason given by the client, or why the monitor expired the member."),
+        Field("event_id", "string", "The input event (null for expiries)."),
+        Field("previous_member_id", "string", "For static_rejoin: the member id it replaced."),
+        Field("late", "boolean", "The event arrived after the group had moved past its time."),
+        Field("generation_before", "long", "The group's generation when the event was applied."),
+    ),
+    REJECTED_EVENTS: (
+        Field("group_id", "string", "The group, when it could be read."),
+        Field("event_id", "string", "The event id, when it could be read."),
+        Field("event_time", "long", "The event time, when it could be read."),
+        Field("source_topic", "string", "Kafka topic of the record."),
+        Field("source_partition", "int", "Kafka partition."),
+        Field("source_offset", "long", "Kafka offset."),
+        Field("kafka_timestamp", "long", "Kafka record timestamp (epoch ms)."),
+        Field("record_key", "string", "Record key."),
+        Field("raw_value", "string", "The record value as received."),
+        Field("reason", "string", "What is wrong with it."),
+    ),
+    INGEST_METRICS: (
+        Field("batch_id", "long", "Micro-batch id."),
+        Field("records", "long", "Records consumed in the batch: membership_accepted + "
+              "heartbeats_accepted + rejected."),
+        Field("membership_accepted", "long", "Membership events accepted (applied in event-time order, "
+              "now or in a later batch)."),
+        Field("heartbeats_accepted", "long", "Heartbeats accepted."),
+        Field("late", "long", "Membership events that arrived after their group had moved past their "
+              "time (applied, and flagged in member_events)."),
+        Field("rejected", "long", "Records refused, each in rejected_events with the reason."),
+        Field("unknown_member_heartbeats", "long", "Heartbeats of members the group does not know."),
+        Field("groups", "long", "Groups with events in the batch."),
+    ),
+}

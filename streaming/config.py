@@ -70,6 +70,19 @@ class OutputConfig:
 @dataclass(frozen=True)
 class JobConfig:
     trigger_interval: str = "2 seconds"
+    #: Changes within this much event time of the first one become one generation.
+    coalesce_ms: int = 1_000
+    #: How far behind the newest event of a group (or the stream) an event may arrive and still
+    #: be applied in order; also the watermark delay.
+    allowed_lateness_ms: int = 2_000
+    #: Event time between a cooperative revocation round and its follow-up generation.
+    cooperative_followup_ms: int = 500
+
+    def engine_settings(self):
+        from .group_state import EngineSettings
+
+        return EngineSettings(coalesce_ms=self.coalesce_ms, allowed_lateness_ms=self.allowed_lateness_ms,
+                              cooperative_followup_ms=self.cooperative_followup_ms)
 
 
 @dataclass(frozen=True)

@@ -115,8 +115,10 @@ class Output:
 
 @dataclass
 class BatchStats:
-    membership_applied: int = 0
-    heartbeats_applied: int = 0
+    """Counts of one batch: accepted events are applied now or wait (in the state) for their time."""
+
+    membership_accepted: int = 0
+    heartbeats_accepted: int = 0
     late: int = 0
     rejected: int = 0
     unknown_member_heartbeats: int = 0
@@ -134,6 +136,7 @@ class _Run:
         self.hb_by_member: dict[str, np.ndarray] = {}
         self.expiry_heap: list[tuple[int, str, int]] = []
         self.versions: dict[str, int] = {}
+        self.left_or_expired: set[str] = set()
 
     # -- heartbeats -----------------------------------------------------------------------------
 
@@ -229,6 +232,7 @@ class _Run:
                 self.member_event(e, "leave_of_unknown_member", at, late)
                 return
             del s.members[member_id]
+            self.left_or_expired.add(member_id)
             self.member_event(e, "left", at, late, current)
             self.change(at, "leave", member_id)
             return
@@ -308,6 +312,7 @@ class _Run:
 
     def expire(self, member_id: str, at: int) -> None:
         member = self.s.members.pop(member_id)
+        self.left_or_expired.add(member_id)
         self.member_event({"reason": f"no heartbeat for {member.session_timeout_ms} ms"}, "expired", at, False, member)
         self.change(at, "expiry", member_id)
 
@@ -438,6 +443,7 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
             continue
         s.seen_event_ids.append(event_id)
         fresh.append(dict(e))
+    run.stats.membership_accepted = len(fresh)
     hb_ids = np.asarray(heartbeat_member_ids, dtype=object)
     hb_times = np.asarray(heartbeat_times, dtype=np.int64)
 
@@ -460,13 +466,12 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
     keep = hb_times > safe
     s.buffered_heartbeats = list(zip(hb_ids[keep].tolist(), hb_times[keep].tolist()))
     run.load_heartbeats(hb_ids[~keep], hb_times[~keep])
-    run.stats.heartbeats_applied = int(np.count_nonzero(~keep))
-    run.stats.unknown_member_heartbeats = sum(len(v) for k, v in run.hb_by_member.items() if k not in s.members)
+    run.stats.heartbeats_accepted = len(heartbeat_times)
+    known_before = set(s.members)
 
     for e in late:
         run.apply_membership(e, late=True)
         run.stats.late += 1
-        run.stats.membership_applied += 1
 
     # Only members whose expiry can fall inside this batch need a place in the heap.
     for member in s.members.values():
@@ -492,7 +497,6 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
             if member is not None:
                 member.last_seen = run.last_seen_at(member, int(e["event_time"]))
             run.apply_membership(e, late=False)
-            run.stats.membership_applied += 1
         else:
             run.expire(expiry[1], int(next_expiry))
     for e in due[i:]:  # cannot happen (horizon covers them), kept so nothing is ever lost
@@ -501,6 +505,10 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
     for member in s.members.values():
         member.last_seen = run.last_seen_at(member, safe)
     s.frontier = max(s.frontier, safe)
+    # Heartbeats of members the group never had (in this batch or before): typically a member
+    # the monitor expired that kept heartbeating, or events of a group the monitor joined late.
+    ever = known_before | set(s.members) | run.left_or_expired
+    run.stats.unknown_member_heartbeats = sum(len(v) for k, v in run.hb_by_member.items() if k not in ever)
     return run.out, run.stats
 
 

@@ -24,9 +24,9 @@ import signal
 import sys
 import threading
 
-from streaming.config import Config, ConfigError, load_config
+from streaming.config import Config
+from streaming.job_args import add_job_arguments, config_from_args
 from streaming.parse import parse_records
-from streaming.sinks import write_parsed_batch
 
 log = logging.getLogger("rebalance_monitor.job")
 
@@ -38,14 +38,39 @@ def build_stream(spark, config: Config):
                          config.kafka.max_record_bytes)
 
 
-def start_query(spark, config: Config, available_now: bool = False):
+def build_history(spark, config: Config):
+    """Parsed records -> per-group stateful processor -> rows for the tables (table, group, payload)."""
+    from pyspark.sql import functions as F
+
+    from streaming.processor import OUTPUT_SCHEMA, GroupProcessor
+
     parsed = build_stream(spark, config)
+    keyed = (parsed
+             # Records that name no group still pass through (to rejected_events) under the "" key.
+             .withColumn("group_key", F.coalesce(F.col("group_id"), F.lit("")))
+             # Spark drops rows older than the watermark before they reach the processor. Only
+             # heartbeats carry the event-time column, so only they can be dropped, and only when
+             # they are older than the stream's newest event minus the allowed lateness: by then
+             # their group has moved on and they could change nothing. Membership events and refused
+             # records always reach the processor, which applies or records them.
+             .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reason").isNull(),
+                                            F.timestamp_millis(F.col("event_time"))))
+             .withWatermark("event_ts", f"{config.job.allowed_lateness_ms} milliseconds"))
+    return keyed.groupBy("group_key").transformWithStateInPandas(
+        statefulProcessor=GroupProcessor(config.job.engine_settings()),
+        outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
+
+
+def start_query(spark, config: Config, available_now: bool = False):
+    from streaming.sinks import write_batch
+
+    history = build_history(spark, config)
     output = config.output
 
     def sink(batch_df, batch_id: int) -> None:
-        write_parsed_batch(batch_df, batch_id, output)
+        write_batch(batch_df, batch_id, output)
 
-    writer = (parsed.writeStream.queryName("rebalance-monitor")
+    writer = (history.writeStream.queryName("rebalance-monitor")
               .foreachBatch(sink)
               .option("checkpointLocation", output.checkpoint_path))
     writer = writer.trigger(availableNow=True) if available_now else \
@@ -82,32 +107,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="streaming/job.py", description=__doc__.splitlines()[0])
     add_job_arguments(parser)
     return parser.parse_args(argv)
-
-
-def add_job_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="TOML file (default conf/rebalance-monitor.toml)")
-    parser.add_argument("--available-now", action="store_true",
-                        help="process what is in the topics now, then exit (replays, backfills, tests)")
-    parser.add_argument("--bootstrap-servers")
-    parser.add_argument("--membership-topic")
-    parser.add_argument("--heartbeat-topic")
-    parser.add_argument("--output", help="root directory (or URI) of the Delta tables")
-    parser.add_argument("--checkpoint", help="checkpoint directory (or URI) of the query")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra Spark setting; repeatable")
-
-
-def config_from_args(args: argparse.Namespace) -> tuple[Config, dict[str, str]]:
-    config = load_config(args.config).with_overrides(
-        bootstrap_servers=args.bootstrap_servers, membership_topic=args.membership_topic,
-        heartbeat_topic=args.heartbeat_topic, output=args.output, checkpoint=args.checkpoint)
-    extra = {}
-    for item in args.conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--conf {item!r}: expected KEY=VALUE")
-        extra[key.strip()] = value
-    return config, extra
 
 
 def main(argv: list[str] | None = None) -> int:

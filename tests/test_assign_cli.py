@@ -108,11 +108,6 @@ class TestRealCommand:
         proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="streaming.cli.build_parser imports every command module and streaming.commands.run"
-        " imports PySpark at import time; remove this mark once that import is lazy",
-    )
     def test_the_whole_assign_command_does_not_load_pyspark(self):
         code = (
             "import sys; from streaming.cli import main; "

@@ -7,7 +7,7 @@ import logging
 import shlex
 import sys
 
-from ..job import add_job_arguments, config_from_args
+from ..job_args import add_job_arguments, config_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,10 +34,24 @@ def spark_submit_command(argv_tail: list[str]) -> list[str]:
     return cmd
 
 
+def _job_argv(args: argparse.Namespace) -> list[str]:
+    """The job's own flags, as given, for the spark-submit line."""
+    argv = []
+    for flag in ("config", "bootstrap_servers", "membership_topic", "heartbeat_topic", "output", "checkpoint"):
+        value = getattr(args, flag)
+        if value is not None:
+            argv += [f"--{flag.replace('_', '-')}", value]
+    if args.available_now:
+        argv.append("--available-now")
+    for item in args.conf:
+        argv += ["--conf", item]
+    return argv
+
+
 def _run(args: argparse.Namespace) -> int:
     config, extra = config_from_args(args)  # validates the config even when only printing
     if args.print_spark_submit:
-        tail = [a for a in sys.argv[2:] if a != "--print-spark-submit"]
+        tail = _job_argv(args)
         print(shlex.join(spark_submit_command(tail)))
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
