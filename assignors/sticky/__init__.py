@@ -89,7 +89,7 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
             members, np.flatnonzero(subscribed), visit_subscribed, layout, claims, racks, spec.group_id
         )
     else:
-        draft = build_general(members, layout, claims, racks, cooperative)
+        draft = build_general(members, layout, claims, racks, cooperative, visit)
     return _answer(spec, layout, claims, draft, cooperative)
 
 

@@ -46,13 +46,63 @@ import numpy as np
 from ..model import MemberSpec
 from ._draft import Draft, group_by_member, rank_within_runs
 from ._layout import Claims, Layout, distinct_subscriptions
+from ._kafka_general import balance_score, claim_moves, kafka_general
 from ._racks import RackInfo
+
+# members x partitions above which the Kafka port is not run and our answer is returned alone
+KAFKA_PORT_LIMIT = 1 << 62
 
 
 def build_general(
-    members: Sequence[MemberSpec], layout: Layout, claims: Claims, racks: RackInfo, cooperative: bool
+    members: Sequence[MemberSpec],
+    layout: Layout,
+    claims: Claims,
+    racks: RackInfo,
+    cooperative: bool,
+    visit: np.ndarray,
 ) -> Draft:
-    return _GeneralBuilder(members, layout, claims, racks).build()
+    """Our answer when it is at least as balanced as Kafka's and moves no more owned partitions;
+    otherwise Kafka's own answer (from the port in ``_kafka_general``), polished where a partition
+    can move to a lighter member without costing a revocation."""
+    ours = _GeneralBuilder(members, layout, claims, racks).build()
+    if len(members) * layout.total > KAFKA_PORT_LIMIT:
+        return ours
+    n = len(members)
+    ours_owner = _owner_of(layout.total, ours)
+    kafka_owner = kafka_general(members, layout, claims, racks, visit)
+    ours_key = (balance_score(np.bincount(ours_owner, minlength=n)), claim_moves(claims, ours_owner))
+    kafka_key = (balance_score(np.bincount(kafka_owner, minlength=n)), claim_moves(claims, kafka_owner))
+    if ours_key[0] <= kafka_key[0] and ours_key[1] <= kafka_key[1]:
+        return ours
+    return draft_from_owner(n, layout, claims, kafka_owner)
+
+
+def _owner_of(total: int, draft: Draft) -> np.ndarray:
+    owner = np.full(total, -1, dtype=np.int64)
+    for m, (kept, fresh) in enumerate(zip(draft.kept, draft.fresh)):
+        owner[kept] = m
+        owner[fresh] = m
+    return owner
+
+
+def draft_from_owner(n: int, layout: Layout, claims: Claims, owner: np.ndarray) -> Draft:
+    """A Draft for a complete owner array: each member's kept claims in claim order, then the
+    partitions it gets anew in global order (the general path's list order is not Kafka's anyway)."""
+    kept_mask = np.zeros(len(claims.g), dtype=bool)
+    if len(claims.g):
+        kept_mask = claims.held & (owner[claims.g] == claims.member)
+    kept_claims = np.flatnonzero(kept_mask)
+    is_kept = np.zeros(layout.total, dtype=bool)
+    is_kept[claims.g[kept_claims]] = True
+    new_g = np.flatnonzero(~is_kept & (owner >= 0))
+    new_m = owner[new_g]
+    transfer = transfers(layout.total, claims, new_g, new_m)
+    return Draft(
+        kept=group_by_member(n, claims.member[kept_claims], claims.g[kept_claims]),
+        fresh=group_by_member(n, new_m, new_g),
+        transfer_g=new_g[transfer],
+        transfer_to=new_m[transfer],
+    )
 
 
 class _GeneralBuilder:
@@ -413,7 +463,7 @@ class _GeneralBuilder:
             running[ms] += deficit
         new_g = np.concatenate(out_g) if out_g else np.zeros(0, dtype=np.int64)
         new_m = np.concatenate(out_m) if out_m else np.zeros(0, dtype=np.int64)
-        transfer = self._transfers(new_g, new_m)
+        transfer = transfers(layout.total, claims, new_g, new_m)
         return Draft(
             kept=group_by_member(n, claims.member[kept_claims], claims.g[kept_claims]),
             fresh=group_by_member(n, new_m, new_g),
@@ -421,27 +471,26 @@ class _GeneralBuilder:
             transfer_to=new_m[transfer],
         )
 
-    def _transfers(self, new_g: np.ndarray, new_m: np.ndarray) -> np.ndarray:
-        """A partition newly given to a member that did not claim it, while another member still
-        claims it, must be revoked first. As in Kafka (and the coordinator's cooperative check),
-        a receiver that reported the partition as owned is not waiting for anybody, even when its
-        claim lost the generation contest."""
-        claims = self.claims
-        if len(claims.g) == 0 or len(new_g) == 0:
-            return np.zeros(len(new_g), dtype=bool)
-        total = self.layout.total
-        pair = np.sort(claims.member * total + claims.g)
-        if len(pair) > 1:
-            pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
-        claimants = np.bincount(pair % total, minlength=total)
-        result = np.zeros(len(new_g), dtype=bool)
-        claimed = np.flatnonzero(claimants[new_g] > 0)
-        if len(claimed):
-            key = new_m[claimed] * total + new_g[claimed]
-            at = np.minimum(np.searchsorted(pair, key), len(pair) - 1)
-            own = pair[at] == key
-            result[claimed] = ~own
-        return result
+
+def transfers(total: int, claims: Claims, new_g: np.ndarray, new_m: np.ndarray) -> np.ndarray:
+    """A partition newly given to a member that did not claim it, while another member still
+    claims it, must be revoked first. As in Kafka (and the coordinator's cooperative check),
+    a receiver that reported the partition as owned is not waiting for anybody, even when its
+    claim lost the generation contest."""
+    if len(claims.g) == 0 or len(new_g) == 0:
+        return np.zeros(len(new_g), dtype=bool)
+    pair = np.sort(claims.member * total + claims.g)
+    if len(pair) > 1:
+        pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
+    claimants = np.bincount(pair % total, minlength=total)
+    result = np.zeros(len(new_g), dtype=bool)
+    claimed = np.flatnonzero(claimants[new_g] > 0)
+    if len(claimed):
+        key = new_m[claimed] * total + new_g[claimed]
+        at = np.minimum(np.searchsorted(pair, key), len(pair) - 1)
+        own = pair[at] == key
+        result[claimed] = ~own
+    return result
 
 
 def _level_fill(loads: np.ndarray, ranks: np.ndarray, units: int) -> np.ndarray:
