@@ -21,9 +21,12 @@ Phases (clients in ``ProcessId`` order, tasks in ``TaskId`` order):
 6. A probing rebalance is scheduled (``now + probing.rebalance.interval.ms``) iff any move was needed.
 
 Two Java details decide ties and are reproduced: loads are ``double`` divisions (Python floats are
-the same IEEE doubles), and movements are processed in the *iteration order of Java's
-``PriorityQueue``* (its heap array, which Kafka iterates with a for-each loop) - not in fully sorted
-order. ``heapq`` sifts exactly like ``PriorityQueue.offer``, so the array orders agree.
+the same IEEE doubles), and movements are processed in the order Kafka 4.1.1 *polls* them from a
+``java.util.PriorityQueue`` ordered by (caught-up client count, task) only. Several standby movements
+of one task compare equal, and ``PriorityQueue`` does not keep them in insertion order: its own sift
+rules decide, so :func:`_java_priority_queue_order` replays ``offer``/``poll`` exactly. (Older Kafka
+iterated the queue's heap array with a for-each loop; 4.1.1 polls it, which the differential test
+against Kafka's jar showed.)
 
 Not here, on purpose:
 
@@ -415,17 +418,15 @@ class _HighAvailabilityRound:
             self.warmups[destination].add(task)
 
     def _schedule(self, kind: list[set[int]], skip_warmups: bool) -> list[tuple[int, int, int, int]]:
-        heap: list[tuple[int, int, int, int]] = []
-        seq = 0
+        movements: list[tuple[int, int, int, int]] = []
         for client in range(self.n):
             for task in sorted(kind[client]):
                 if skip_warmups and task in self.warmups[client]:
                     continue
                 if self.needs_to_move(client, task):
-                    heapq.heappush(heap, (len(self.caught_up_clients(task)), task, seq, client))
-                    seq += 1
-        # Kafka iterates its PriorityQueue with for-each: heap array order, not sorted order.
-        return heap
+                    movements.append((len(self.caught_up_clients(task)), task, len(movements), client))
+        # The queue's contents are fixed before the first poll, and its order only depends on them.
+        return _java_priority_queue_order(movements, key=lambda m: (m[0], m[1]))
 
     def _active_task_movements(self) -> int:
         movements = self._schedule(self.active, skip_warmups=False)
@@ -522,7 +523,8 @@ class _HighAvailabilityRound:
             warm = self.warmups[i] & self.standby[i]
             by_id[client.process_id] = StreamsClientAssignment(
                 client.process_id,
-                active_tasks=tuple(names[t] for t in sorted(self.active[i])),
+                # Stateless task indices follow the stateful ones: sort by TaskId, not by index.
+                active_tasks=tuple(sorted((names[t] for t in self.active[i]), key=task_sort_key)),
                 standby_tasks=tuple(names[t] for t in sorted(self.standby[i] - warm)),
                 warmup_tasks=tuple(names[t] for t in sorted(warm)),
             )
@@ -534,6 +536,44 @@ class _HighAvailabilityRound:
             ),
             fallback_used=fallback,
         )
+
+
+def _java_priority_queue_order(items: list, key: Callable) -> list:
+    """The order in which ``java.util.PriorityQueue`` polls ``items`` offered in list order.
+
+    Elements with equal keys come out in an order set by Java's siftUp/siftDown (a comparison that
+    is not ``<`` stops a sift), which neither insertion order nor ``heapq`` reproduces.
+    """
+    queue: list = []
+    for item in items:  # PriorityQueue.offer -> siftUp
+        k = len(queue)
+        queue.append(item)
+        ik = key(item)
+        while k > 0:
+            parent = (k - 1) >> 1
+            if ik >= key(queue[parent]):
+                break
+            queue[k] = queue[parent]
+            k = parent
+        queue[k] = item
+    order = []
+    while queue:  # PriorityQueue.poll -> siftDown of the last element from the root
+        order.append(queue[0])
+        last = queue.pop()
+        n = len(queue)
+        if n == 0:
+            break
+        k, lk, half = 0, key(last), n >> 1
+        while k < half:
+            child = 2 * k + 1
+            if child + 1 < n and key(queue[child]) > key(queue[child + 1]):
+                child += 1
+            if lk <= key(queue[child]):
+                break
+            queue[k] = queue[child]
+            k = child
+        queue[k] = last
+    return order
 
 
 def assign_streams_ha(spec: StreamsGroupSpec) -> StreamsAssignment:
