@@ -270,15 +270,18 @@ class _KafkaGeneral:
             m, t = divmod(k, n_topics)
             h = self.own_hist[t]
             h[sizes[m]] = h.get(sizes[m], 0) + 1
-        self.min_sub = np.zeros(n_topics, dtype=np.int64)
-        self.max_own = np.zeros(n_topics, dtype=np.int64)
-        self.unbalanced = 0
-        self.bad = np.zeros(n_topics, dtype=bool)
+        # Python lists drive the per-move bookkeeping (NumPy scalar access is slow); the NumPy
+        # copies of sizes and least subscriber loads serve the vectorised scan and are kept in step.
+        self.sz = sizes
+        self.lo_sub = [0] * n_topics
+        self.hi_own = [0] * n_topics
+        self.bad = [False] * n_topics
         for t in np.flatnonzero(self.multi).tolist():
-            self.min_sub[t] = min(self.sub_hist[t])
-            self.max_own[t] = max(self.own_hist[t]) if self.own_hist[t] else 0
-            self.bad[t] = self.max_own[t] - self.min_sub[t] >= 2
-        self.unbalanced = int(self.bad.sum())
+            self.lo_sub[t] = min(self.sub_hist[t])
+            self.hi_own[t] = max(self.own_hist[t]) if self.own_hist[t] else 0
+            self.bad[t] = self.hi_own[t] - self.lo_sub[t] >= 2
+        self.min_sub = np.array(self.lo_sub, dtype=np.int64)
+        self.unbalanced = sum(self.bad)
         # PartitionMovements
         self.src = np.full(self.layout.total, -1, dtype=np.int64)
         self.dst = np.full(self.layout.total, -1, dtype=np.int64)
@@ -339,7 +342,7 @@ class _KafkaGeneral:
                 g = int(partitions[k])
                 o = int(owner[g])
                 p = int(prev_all[k])
-                if p >= 0 and size[o] > size[p] + 1:
+                if p >= 0 and self.sz[o] > self.sz[p] + 1:
                     self._reassign(g, p)
                 else:
                     self._reassign(g, self._least_loaded(int(topic_blk_all[k])))
@@ -402,21 +405,12 @@ class _KafkaGeneral:
         self.dst[g] = dst
 
     def _move(self, g: int, t: int, old: int, new: int) -> None:
+        """Move partition ``g`` (topic ``t``) and keep each shared topic's least subscriber load,
+        greatest owner load and "unbalanced" flag exact. Loads change by one, so each update is a
+        couple of dictionary operations per topic of the two members."""
         n_topics = self.n_topics
-        size, cnt = self.size, self.cnt
-        sub_hist, own_hist = self.sub_hist, self.own_hist
-        touched: dict[int, list[int]] = {}  # topic -> [min added sub size, max added owner size]
-        pair = (old, new)
-        for m in pair:
-            s = int(size[m])
-            base = m * n_topics
-            for u in self.shared_topics[m]:
-                _dec(sub_hist[u], s)
-                if cnt.get(base + u, 0):
-                    _dec(own_hist[u], s)
-                touched.setdefault(u, [1 << 62, -1])
-        size[old] -= 1
-        size[new] += 1
+        sz, cnt, lo_sub, hi_own, bad = self.sz, self.cnt, self.lo_sub, self.hi_own, self.bad
+        sub_hist, own_hist, min_sub = self.sub_hist, self.own_hist, self.min_sub
         self.owner[g] = new
         k_old, k_new = old * n_topics + t, new * n_topics + t
         c = cnt[k_old] - 1
@@ -424,34 +418,62 @@ class _KafkaGeneral:
             cnt[k_old] = c
         else:
             del cnt[k_old]
+        joins = k_new not in cnt
         cnt[k_new] = cnt.get(k_new, 0) + 1
-        for m in pair:
-            s = int(size[m])
-            base = m * n_topics
-            for u in self.shared_topics[m]:
-                h = sub_hist[u]
-                h[s] = h.get(s, 0) + 1
-                bounds = touched[u]
-                if s < bounds[0]:
-                    bounds[0] = s
-                if cnt.get(base + u, 0):
-                    h = own_hist[u]
-                    h[s] = h.get(s, 0) + 1
-                    if s > bounds[1]:
-                        bounds[1] = s
-        for u, (lo_add, hi_add) in touched.items():
+        changed = []
+
+        # the giver: s -> s - 1
+        s = sz[old]
+        d = s - 1
+        sz[old] = d
+        self.size[old] = d
+        base = old * n_topics
+        for u in self.shared_topics[old]:
             h = sub_hist[u]
-            cand = min(int(self.min_sub[u]), lo_add)
-            lo = cand if cand in h else min(h)
+            _dec(h, s)
+            h[d] = h.get(d, 0) + 1
+            if d < lo_sub[u]:
+                lo_sub[u] = d
+                min_sub[u] = d
             h = own_hist[u]
-            cand = max(int(self.max_own[u]), hi_add)
-            hi = cand if cand in h else (max(h) if h else 0)
-            self.min_sub[u] = lo
-            self.max_own[u] = hi
-            bad = hi - lo >= 2
-            if bad != self.bad[u]:
-                self.bad[u] = bad
-                self.unbalanced += 1 if bad else -1
+            if base + u in cnt:
+                _dec(h, s)
+                h[d] = h.get(d, 0) + 1
+                if hi_own[u] == s and s not in h:
+                    hi_own[u] = d
+            elif u == t:  # gave away its last partition of t
+                _dec(h, s)
+                if hi_own[u] == s and s not in h:
+                    hi_own[u] = max(h) if h else 0  # the receiver, next, becomes an owner
+            changed.append(u)
+
+        # the receiver: s -> s + 1
+        s = sz[new]
+        d = s + 1
+        sz[new] = d
+        self.size[new] = d
+        base = new * n_topics
+        for u in self.shared_topics[new]:
+            h = sub_hist[u]
+            _dec(h, s)
+            h[d] = h.get(d, 0) + 1
+            if lo_sub[u] == s and s not in h:
+                lo_sub[u] = d
+                min_sub[u] = d
+            if base + u in cnt:
+                h = own_hist[u]
+                if not (joins and u == t):
+                    _dec(h, s)
+                h[d] = h.get(d, 0) + 1
+                if d > hi_own[u]:
+                    hi_own[u] = d
+            changed.append(u)
+
+        for u in changed:
+            now = hi_own[u] - lo_sub[u] >= 2
+            if now != bad[u]:
+                bad[u] = now
+                self.unbalanced += 1 if now else -1
 
 
 def _dec(h: dict[int, int], s: int) -> None:
