@@ -16,7 +16,9 @@ c1 must revoke t-2 first, and the follow-up rebalance (where nobody owns t-2) gi
 
 Dispatch (spec 3.1): when every member with a non-empty subscription subscribes to the same topics,
 the constrained builder runs and the answer is Kafka-exact, list order included; otherwise the
-general builder runs (its own algorithm, at least as balanced as Kafka's; see ``_general``).
+general path runs: our own builder (optimal balance score) and a port of Kafka's general builder,
+and the answer is ours only when it is at least as balanced as Kafka's and revokes no more owned
+partitions, otherwise Kafka's (see ``_general``).
 
 Model notes and deliberate departures from Kafka (spec section 8):
 

@@ -1,4 +1,21 @@
-"""General sticky builder for heterogeneous subscriptions (spec 3.4), with our own algorithm.
+"""General sticky path for heterogeneous subscriptions (spec 3.4): our builder, checked against Kafka's.
+
+Contract: the answer is valid and complete, at least as balanced as Kafka's (balance score = sum
+over member pairs of |size_i - size_j|) AND revokes no more previously owned partitions than Kafka's
+answer (every reported claim whose claimant does not keep the partition counts, as in
+``tests/assignors/test_differential_java.py``). Our builder (below) reaches the optimal balance
+score, but a better balance can cost revocations Kafka does not make: Kafka stops at a local
+optimum, e.g. loads 5/4/3 along A -t1-> B -t2-> C where 4/4/4 needs two revocations. So
+:func:`build_general` also runs ``_kafka_general`` (a port of Kafka's ``GeneralAssignmentBuilder``
+that gives Kafka's own answer: identical assignments on all 401 comparable heterogeneous
+differential specs) and returns ours only when it is no worse on both counts, else Kafka's.
+Measured cost of the second candidate: 2,000 members x 1M partitions (one member on 1 topic)
+fresh 1.1 s -> 2.0 s, sticky second round 2.2 s -> 2.9 s; a move-heavy heterogeneous group
+(2,000 members, 100 topics x 500, skewed owners) 1.0 s -> 3.1 s. ``KAFKA_PORT_LIMIT`` (members x
+partitions) would return ours alone above it; it is unbounded today because no measured group
+needed it.
+
+Our builder:
 
 Kafka's ``GeneralAssignmentBuilder`` places partitions one by one and then repeatedly scans for a
 single partition whose move would help (``isBalanced``/``performReassignments``); it stops at a
@@ -49,7 +66,8 @@ from ._layout import Claims, Layout, distinct_subscriptions
 from ._kafka_general import balance_score, claim_moves, kafka_general
 from ._racks import RackInfo
 
-# members x partitions above which the Kafka port is not run and our answer is returned alone
+# members x partitions above which the Kafka port is skipped and our answer returned alone (which
+# then may revoke more than Kafka would). Unbounded: every measured size stays within seconds.
 KAFKA_PORT_LIMIT = 1 << 62
 
 
@@ -61,9 +79,8 @@ def build_general(
     cooperative: bool,
     visit: np.ndarray,
 ) -> Draft:
-    """Our answer when it is at least as balanced as Kafka's and moves no more owned partitions;
-    otherwise Kafka's own answer (from the port in ``_kafka_general``), polished where a partition
-    can move to a lighter member without costing a revocation."""
+    """Our answer when it is at least as balanced as Kafka's and revokes no more owned partitions;
+    otherwise Kafka's own answer (from the port in ``_kafka_general``)."""
     ours = _GeneralBuilder(members, layout, claims, racks).build()
     if len(members) * layout.total > KAFKA_PORT_LIMIT:
         return ours
