@@ -220,7 +220,7 @@ def write(cells: list[dict], args) -> None:
         "| --- | --- | --- | ---: | ---: | ---: | --- |",
     ]
     for c in cells:
-        ratio = f"{c['python_ms'] / c['java_ms']:.1f}x" if c.get("java_ms") else "-"
+        ratio = f"{c['python_ms'] / c['java_ms']:.2f}x" if c.get("java_ms") else "-"
         java = f"{c['java_ms']:.1f}" if c.get("java_ms") is not None else "error"
         assignor = "Streams HA" if c["kind"] == "streams" else "Connect incremental"
         lines.append(f"| {assignor} | {c['shape']} | {c['round']} | {c['python_ms']:.1f} | {java} | {ratio} |"
