@@ -33,16 +33,21 @@ class KafkaConfig:
     max_record_bytes: int = 1_048_576
     options: Mapping[str, str] = field(default_factory=dict)
 
-    def source_options(self) -> dict[str, str]:
-        """Options for Spark's Kafka source, with pass-through settings prefixed ``kafka.``."""
+    def source_options(self, topic: str) -> dict[str, str]:
+        """Options for Spark's Kafka source reading ``topic``, with pass-through settings prefixed ``kafka.``.
+
+        Only the heartbeat topic gets ``maxOffsetsPerTrigger``: membership events are few, and
+        reading all of them each micro-batch means every membership event up to the heartbeats'
+        time has arrived when the job applies that time (see docs/time.md).
+        """
         opts = {
             "kafka.bootstrap.servers": self.bootstrap_servers,
-            "subscribe": f"{self.membership_topic},{self.heartbeat_topic}",
+            "subscribe": topic,
             "startingOffsets": self.starting_offsets,
             # A topic recreated by a test or an operator must not kill a long-running monitor.
             "failOnDataLoss": "false",
         }
-        if self.max_offsets_per_trigger > 0:
+        if topic == self.heartbeat_topic and self.max_offsets_per_trigger > 0:
             opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         for key, value in self.options.items():
             opts[key if key.startswith("kafka.") else f"kafka.{key}"] = str(value)
@@ -77,12 +82,16 @@ class JobConfig:
     allowed_lateness_ms: int = 2_000
     #: Event time between a cooperative revocation round and its follow-up generation.
     cooperative_followup_ms: int = 500
+    #: A group whose members all stopped heartbeating is moved on by the stream's time once that
+    #: is this far past the group's own time (wider than the skew between Kafka partitions).
+    idle_group_grace_ms: int = 30_000
 
     def engine_settings(self):
         from .group_state import EngineSettings
 
         return EngineSettings(coalesce_ms=self.coalesce_ms, allowed_lateness_ms=self.allowed_lateness_ms,
-                              cooperative_followup_ms=self.cooperative_followup_ms)
+                              cooperative_followup_ms=self.cooperative_followup_ms,
+                              idle_group_grace_ms=self.idle_group_grace_ms)
 
 
 @dataclass(frozen=True)

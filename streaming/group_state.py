@@ -4,10 +4,13 @@ The streaming job keeps a :class:`GroupState` per group and calls :func:`advance
 micro-batch's events of that group. Everything here is decided in event time, so the generations
 depend only on the events, never on how they were split into micro-batches:
 
-* Events are applied in event-time order, but only up to the group's *safe time*: the newest event
-  time seen for the group minus ``allowed_lateness_ms`` (or the stream's watermark, if later).
-  Newer events wait in the state. Within that lateness the order in which the two topics'
-  records arrive does not matter.
+* Events are applied in event-time order, but only up to the group's *safe time*: its newest
+  heartbeat time minus ``allowed_lateness_ms``. Newer events wait in the state. The job reads the
+  membership topic in full every micro-batch, so every membership event up to that time has
+  arrived; within the lateness, the order in which records arrive does not matter.
+* A silent group (no member heartbeats any more) is moved on by the stream's time instead: the
+  watermark, which trails the newest heartbeat by ``idle_group_grace_ms``, a margin wider than
+  the skew between partitions.
 * A change (join, leave, subscription or metadata update, workload change, session expiry) opens
   a rebalance; every change within ``coalesce_ms`` of event time of the first joins it, and the
   generation is computed at the end of that window, as a coordinator waits for members to rejoin.
@@ -50,6 +53,12 @@ class EngineSettings:
     coalesce_ms: int = 1_000
     allowed_lateness_ms: int = 2_000
     cooperative_followup_ms: int = 500
+    #: How far the stream's time (its newest heartbeat) must be past a group's own time before it
+    #: moves the group on; the job's watermark delay. Only a silent group (every member stopped
+    #: heartbeating) needs the stream's time; the margin absorbs the skew between Kafka partitions
+    #: read at different speeds, so a group whose heartbeats are merely not read yet is never
+    #: expired for it, and Spark drops no heartbeat as late unless it is this far behind.
+    idle_group_grace_ms: int = 30_000
 
 
 @dataclass
@@ -96,7 +105,7 @@ class GroupState:
     pending: PendingRebalance | None = None
     #: Event time up to which the group's events have been applied.
     frontier: int = -1
-    #: Newest event time seen for the group.
+    #: Newest heartbeat time seen for the group: the group's own event time.
     clock: int = -1
     buffered_events: list[dict] = field(default_factory=list)
     buffered_heartbeats: list[tuple[str, int]] = field(default_factory=list)
@@ -400,6 +409,9 @@ class _Run:
                 "group_type": s.group_type}))
 
         metrics = balance_metrics(spec, new_assignment, previous_owners=previous_owner)
+        # A withheld partition is on its way to another member: it moves in this generation,
+        # though nobody holds it until the follow-up.
+        in_transit = sum(1 for tp in transferring if tp in previous_owner)
         self.out.append(Output("balance_metrics", {
             **base, "trigger": trigger, "trigger_member": pending.trigger_member if pending else None,
             "assignor": assignor, "protocol": s.protocol, "group_type": s.group_type, "phase": phase,
@@ -407,7 +419,7 @@ class _Run:
             "min_per_member": metrics.min, "max_per_member": metrics.max,
             "mean_per_member": round(metrics.mean, 6), "stddev_per_member": round(metrics.stddev, 6),
             "imbalance": metrics.imbalance, "balance_score": metrics.balance_score,
-            "moved": metrics.moved, "stickiness": round(metrics.stickiness, 6),
+            "moved": metrics.moved + in_transit, "stickiness": round(metrics.stickiness, 6),
             "unassigned": metrics.unassigned, "assignor_ms": round(assignor_ms, 3),
             "rebalances_last_hour": len(s.recent_rebalances),
             "rebalance_started_at": pending.start if pending else at,
@@ -447,10 +459,14 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
     hb_ids = np.asarray(heartbeat_member_ids, dtype=object)
     hb_times = np.asarray(heartbeat_times, dtype=np.int64)
 
-    newest = max([s.clock, *(int(e["event_time"]) for e in fresh), int(hb_times.max()) if len(hb_times) else -1])
+    # Heartbeats set the group's time. Membership events do not: the job reads the membership
+    # topic in full every batch, so it may hold events far ahead of the heartbeats; they wait here
+    # until the group's time reaches them.
+    newest = max(s.clock, int(hb_times.max()) if len(hb_times) else -1)
     s.clock = newest
     safe = newest - settings.allowed_lateness_ms
-    if watermark_ms is not None:
+    if watermark_ms is not None and watermark_ms > 0:
+        # The job's watermark trails the stream's newest heartbeat by idle_group_grace_ms.
         safe = max(safe, watermark_ms)
 
     # Late membership events (older than what is applied) go first, at the group's current time.
@@ -513,10 +529,10 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
 
 
 def next_deadline(state: GroupState, settings: EngineSettings = EngineSettings()) -> int | None:
-    """The event time at which this group needs attention even if no event of it arrives:
-    the pending rebalance, the earliest session expiry, or buffered events coming due.
+    """The watermark at which this group needs attention even if no event of it arrives: the
+    pending rebalance, the earliest session expiry, or buffered events coming due.
     """
-    candidates = []
+    candidates: list[int] = []
     if state.pending:
         candidates.append(state.pending.deadline)
     candidates.extend(m.deadline() for m in state.members.values())

@@ -33,7 +33,10 @@ log = logging.getLogger("rebalance_monitor.job")
 
 def build_stream(spark, config: Config):
     """The streaming DataFrame of parsed records, before any sink."""
-    records = spark.readStream.format("kafka").options(**config.kafka.source_options()).load()
+    kafka = config.kafka
+    membership, heartbeats = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
+                              for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+    records = membership.unionByName(heartbeats)
     return parse_records(records, config.kafka.membership_topic, config.kafka.heartbeat_topic,
                          config.kafka.max_record_bytes)
 
@@ -50,12 +53,12 @@ def build_history(spark, config: Config):
              .withColumn("group_key", F.coalesce(F.col("group_id"), F.lit("")))
              # Spark drops rows older than the watermark before they reach the processor. Only
              # heartbeats carry the event-time column, so only they can be dropped, and only when
-             # they are older than the stream's newest event minus the allowed lateness: by then
-             # their group has moved on and they could change nothing. Membership events and refused
+             # they are idle_group_grace_ms behind the stream's newest heartbeat: by then their group
+             # has been moved on and they could change nothing. Membership events and refused
              # records always reach the processor, which applies or records them.
              .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reason").isNull(),
                                             F.timestamp_millis(F.col("event_time"))))
-             .withWatermark("event_ts", f"{config.job.allowed_lateness_ms} milliseconds"))
+             .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
     return keyed.groupBy("group_key").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.job.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")

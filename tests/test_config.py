@@ -31,10 +31,13 @@ def test_bad_config_names_the_key(data, message):
 def test_flags_override_the_file_and_pass_through_kafka_options():
     config = parse_config({"kafka": {"options": {"security.protocol": "SASL_SSL", "sasl.password": "s3cr3t"}}})
     config = config.with_overrides(bootstrap_servers="b:1", membership_topic="m", output="/tmp/x")
-    opts = config.kafka.source_options()
+    opts = config.kafka.source_options("m")
     assert opts["kafka.bootstrap.servers"] == "b:1"
-    assert opts["subscribe"] == "m,rebalance.heartbeats"
+    assert opts["subscribe"] == "m"
     assert opts["kafka.security.protocol"] == "SASL_SSL"
+    # Only heartbeats, the bulk, are rate-limited: membership is read in full every batch.
+    assert "maxOffsetsPerTrigger" not in opts
+    assert config.kafka.source_options("rebalance.heartbeats")["maxOffsetsPerTrigger"] == "200000"
     assert config.kafka.redacted_options()["sasl.password"] == "***"
     assert config.output.table_path("events") == "/tmp/x/events"
 

@@ -9,26 +9,16 @@ from hypothesis import strategies as st
 from streaming.group_state import EngineSettings, GroupState, advance, next_deadline
 from streaming.state_codec import decode_state, encode_state
 
+from tests.stories import (
+    cooperative_story,
+    eager_range_story,
+    heartbeats,
+    join,
+    static_bounce_story,
+    workload,
+)
+
 SETTINGS = EngineSettings(coalesce_ms=1_000, allowed_lateness_ms=2_000, cooperative_followup_ms=500)
-
-
-def workload(t, partitions=6, topic="t0", eid="w"):
-    return {"event_id": eid, "event_time": t, "type": "workload",
-            "workload": {"topics": [{"name": topic, "partitions": partitions, "racks": None}]}}
-
-
-def join(t, member, assignor="range", protocol="eager", instance=None, topics=("t0",), session=10_000, eid=None):
-    return {"event_id": eid or f"j-{member}-{t}", "event_time": t, "type": "join", "member_id": member,
-            "group_instance_id": instance, "topics": list(topics), "assignor": assignor, "protocol": protocol,
-            "session_timeout_ms": session}
-
-
-def leave(t, member):
-    return {"event_id": f"l-{member}-{t}", "event_time": t, "type": "leave", "member_id": member}
-
-
-def hb(t, member):
-    return ("hb", member, t)
 
 
 def run_batches(batches, state=None, roundtrip=True):
@@ -47,10 +37,6 @@ def run_batches(batches, state=None, roundtrip=True):
     return outputs, state
 
 
-def heartbeats(members, start, end, every=1_000):
-    return [hb(t, m) for t in range(start, end, every) for m in members]
-
-
 def generations(outputs):
     """generation -> {member: sorted partitions}"""
     gens = {}
@@ -65,19 +51,8 @@ def rows(outputs, table):
     return [o.row for o in outputs if o.table == table]
 
 
-def eager_story():
-    events = [workload(0), join(1_000, "a")]
-    events += heartbeats(["a"], 1_500, 5_000)
-    events += [join(5_000, "b")] + heartbeats(["a", "b"], 5_500, 9_000)
-    events += [join(9_000, "c")] + heartbeats(["a", "b", "c"], 9_500, 13_000)
-    events += [leave(13_000, "b")] + heartbeats(["a", "c"], 13_500, 17_000)
-    # c stops heartbeating at 16_500; with a 10 s session it expires at 26_500.
-    events += heartbeats(["a"], 17_000, 32_000)
-    return sorted(events, key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])
-
-
 def test_eager_range_group_gets_one_generation_per_change_with_the_trigger_and_member():
-    outputs, state = run_batches([eager_story()])
+    outputs, state = run_batches([eager_range_story()])
     assert generations(outputs) == {
         1: {"a": [0, 1, 2, 3, 4, 5]},
         2: {"a": [0, 1, 2], "b": [3, 4, 5]},
@@ -103,7 +78,7 @@ def test_eager_range_group_gets_one_generation_per_change_with_the_trigger_and_m
 
 
 def test_history_does_not_depend_on_micro_batch_boundaries():
-    events = eager_story()
+    events = eager_range_story()
     whole, _ = run_batches([events])
 
     @settings(max_examples=60, deadline=None)
@@ -118,10 +93,7 @@ def test_history_does_not_depend_on_micro_batch_boundaries():
 
 
 def test_cooperative_join_moves_partitions_in_two_generations():
-    events = [workload(0, partitions=3), join(1_000, "c1", "cooperative-sticky", "cooperative")]
-    events += heartbeats(["c1"], 1_500, 5_000)
-    events += [join(5_000, "c2", "cooperative-sticky", "cooperative")] + heartbeats(["c1", "c2"], 5_500, 12_000)
-    events.sort(key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])
+    events = cooperative_story()
     outputs, _ = run_batches([events])
     assert generations(outputs) == {1: {"c1": [0, 1, 2]}, 2: {"c1": [0, 1], "c2": []}, 3: {"c1": [0, 1], "c2": [2]}}
     metrics = rows(outputs, "balance_metrics")
@@ -132,12 +104,7 @@ def test_cooperative_join_moves_partitions_in_two_generations():
 
 
 def test_static_member_bounce_within_session_timeout_causes_no_generation():
-    events = [workload(0), join(1_000, "a", instance="i-a"), join(1_000, "b", instance="i-b")]
-    events += heartbeats(["a", "b"], 1_500, 5_000)
-    # a restarts: no leave, a new member id with the same group.instance.id 3 s later.
-    events += heartbeats(["b"], 5_000, 8_000)
-    events += [join(8_000, "a2", instance="i-a")] + heartbeats(["a2", "b"], 8_500, 14_000)
-    events.sort(key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])
+    events = static_bounce_story()
     outputs, state = run_batches([events])
     assert list(generations(outputs)) == [1]
     assert [r["event"] for r in rows(outputs, "member_events") if r["member_id"] == "a2"] == ["static_rejoin"]
@@ -161,6 +128,21 @@ def test_late_membership_event_is_applied_and_flagged():
 
 def test_next_deadline_is_the_earliest_of_pending_rebalance_and_expiry():
     _, state = run_batches([[workload(0), join(1_000, "a", session=10_000)]])
-    assert next_deadline(state) == 0  # both events wait within the lateness; the oldest is due first
+    assert next_deadline(state, SETTINGS) == 0  # both wait for the group's time; the oldest first
     _, state = run_batches([heartbeats(["a"], 1_500, 4_000)], state=state)
-    assert next_deadline(state) == 2_000  # the rebalance window closes
+    assert next_deadline(state, SETTINGS) == 2_000  # the rebalance window closes
+
+
+def test_a_silent_group_is_moved_on_by_the_stream_watermark():
+    story = [workload(0), join(1_000, "a", session=10_000)] + heartbeats(["a"], 1_500, 6_000)
+    outputs, state = run_batches([story])
+    assert list(generations(outputs)) == [1]
+    # a's last heartbeat is at 5_500: it expires at 15_500, once the stream's watermark (which
+    # trails the newest heartbeat by the grace) reaches that time.
+    assert next_deadline(state, SETTINGS) == 4_500  # its last heartbeats wait for the group's time
+    advance(state, [], [], [], SETTINGS, watermark_ms=5_500, clock=lambda: 0.0)
+    assert next_deadline(state, SETTINGS) == 15_500
+    early, _ = advance(state, [], [], [], SETTINGS, watermark_ms=15_499, clock=lambda: 0.0)
+    assert [o.row["event"] for o in early if o.table == "member_events"] == []
+    late, _ = advance(state, [], [], [], SETTINGS, watermark_ms=15_500, clock=lambda: 0.0)
+    assert [(o.row["event"], o.row["event_time"]) for o in late if o.table == "member_events"] == [("expired", 15_500)]
