@@ -96,12 +96,23 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
-    while query.isActive and not stop_requested.is_set():
-        query.awaitTermination(1)
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        while query.isActive and not stop_requested.is_set():
+            query.awaitTermination(1)
+    except StreamingQueryException:
+        pass  # reported below, from query.exception()
     if query.isActive:
         query.stop()
-    if query.exception() is not None:
-        log.error("query failed: %s", query.exception())
+    error = query.exception()
+    if error is not None:
+        message = str(error).splitlines()[0]
+        if "sources in the checkpoint" in message or "checkpoint" in message.lower():
+            message += (f"\nThe checkpoint {config.output.checkpoint_path} was written by a different query. "
+                        "Start with a new --checkpoint, and a new output.app_id in the config so the Delta "
+                        "writes of the new checkpoint are not mistaken for ones already done.")
+        log.error("the query failed: %s", message)
         return 1
     return 0
 

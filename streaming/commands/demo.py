@@ -1,19 +1,37 @@
 """``rebalance-monitor demo``: the whole pipeline on this machine, end to end, in one command.
 
-Starts the embedded broker unless one already answers, creates the topics, produces a few events
-(one of them deliberately malformed), runs the job until they are in Delta, prints what landed,
-and stops whatever it started.
+Starts the embedded broker unless one already answers, simulates a few minutes of traffic from a
+handful of consumer groups (eager and cooperative, static members that bounce, members that crash,
+a few malformed records), runs the job until everything is in Delta, prints what landed with a
+few SQL queries, and stops whatever it started.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-import uuid
 
 from .. import broker
 from ..config import load_config
-from ..kafka_io import ensure_topics, produce
+
+SUMMARY_QUERIES = (
+    ("Generations per group and what triggered them",
+     """SELECT group_id, assignor, protocol, count(*) AS generations,
+               concat_ws(',', collect_list(trigger)) AS triggers
+        FROM (SELECT * FROM balance_metrics ORDER BY generation)
+        GROUP BY group_id, assignor, protocol ORDER BY group_id"""),
+    ("Latest generation of each group: balance and movement",
+     """SELECT group_id, generation, trigger, trigger_member, members, partitions, min_per_member,
+               max_per_member, imbalance, moved, unassigned, round(assignor_ms, 2) AS assignor_ms
+        FROM balance_metrics
+        QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY generation DESC) = 1
+        ORDER BY group_id"""),
+    ("Members the monitor expired (no heartbeat within the session timeout)",
+     """SELECT group_id, member_id, from_unixtime(event_time / 1000) AS expired_at, reason
+        FROM member_events WHERE event = 'expired' ORDER BY event_time"""),
+    ("Refused records, by reason",
+     """SELECT reason, count(*) AS records FROM rejected_events GROUP BY reason ORDER BY records DESC"""),
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,23 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--port", type=int, default=broker.DEFAULT_PORT, help="embedded broker port")
     parser.add_argument("--output", default=None, help="Delta root (default: the config's, ./data)")
     parser.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the config's)")
+    parser.add_argument("--groups", type=int, default=6, help="simulated groups")
+    parser.add_argument("--minutes", type=float, default=3.0, help="simulated minutes of traffic")
     parser.set_defaults(handler=_run)
-
-
-def demo_events(group_id: str, now_ms: int) -> list[dict]:
-    run = uuid.uuid4().hex[:8]  # event ids stay unique when the demo runs again
-    members = [f"{group_id}-member-{i}" for i in range(3)]
-    events = [
-        {"schema_version": 1, "event_id": f"{run}-w", "event_time": now_ms, "group_id": group_id,
-         "group_type": "consumer", "type": "workload",
-         "workload": {"topics": [{"name": "orders", "partitions": 6}]}},
-    ]
-    for i, member in enumerate(members):
-        events.append({"schema_version": 1, "event_id": f"{run}-j{i}", "event_time": now_ms + 100 * (i + 1),
-                       "group_id": group_id, "group_type": "consumer", "type": "join", "member_id": member,
-                       "client_id": f"client-{i}", "topics": ["orders"], "protocol": "eager",
-                       "assignor": "range", "session_timeout_ms": 45000})
-    return events
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -50,24 +54,27 @@ def _run(args: argparse.Namespace) -> int:
         print(f"starting the embedded Kafka broker on port {args.port} ...", flush=True)
         started = broker.start(args.port)
     try:
-        ensure_topics(kafka.bootstrap_servers, [kafka.membership_topic, kafka.heartbeat_topic])
-        group = "demo-orders"
-        now_ms = int(time.time() * 1000)
-        events = demo_events(group, now_ms)
-        produce(kafka.bootstrap_servers, kafka.membership_topic, [(group, e) for e in events])
-        heartbeats = [{"schema_version": 1, "event_id": f"{e['event_id']}-hb", "event_time": e["event_time"] + 3000,
-                       "group_id": group, "member_id": e["member_id"]} for e in events if e.get("member_id")]
-        produce(kafka.bootstrap_servers, kafka.heartbeat_topic, [(group, h) for h in heartbeats])
-        produce(kafka.bootstrap_servers, kafka.membership_topic, [(group, b'{"schema_version": 1, "event_id": ')])
-        print(f"produced {len(events)} membership events, {len(heartbeats)} heartbeats and 1 malformed record",
-              flush=True)
+        from ..cli import main as cli
+
+        duration_s = args.minutes * 60
+        start_ms = int(time.time() * 1000 - duration_s * 1000)
+        print(f"simulating {args.minutes:g} minutes of {args.groups} consumer groups ...", flush=True)
+        rc = cli(["simulate", "--bootstrap-servers", kafka.bootstrap_servers,
+                  "--membership-topic", kafka.membership_topic, "--heartbeat-topic", kafka.heartbeat_topic,
+                  "--groups", str(args.groups), "--members", "3-6", "--topics", "2", "--partitions", "4-12",
+                  "--churn-per-minute", "3", "--session-timeout-ms", "10000", "--static-share", "0.3",
+                  "--cooperative-share", "0.5", "--crash-share", "0.5", "--bad-share", "0.005",
+                  "--rate", "0", "--duration", str(duration_s), "--start-time-ms", str(start_ms),
+                  "--seed", str(start_ms % 1000)])
+        if rc != 0:
+            return rc
 
         from ..job import run
 
         print("running the job until everything in the topics is in Delta ...", flush=True)
         if run(config, available_now=True) != 0:
             return 1
-        _print_tables(config)
+        _print_summary(config)
         return 0
     finally:
         if started is not None:
@@ -75,18 +82,14 @@ def _run(args: argparse.Namespace) -> int:
             print("stopped the embedded broker", flush=True)
 
 
-def _print_tables(config) -> None:
+def _print_summary(config) -> None:
     from pyspark.sql import SparkSession
 
-    from schemas import tables
+    from ..tables_sql import register_tables
 
     spark = SparkSession.getActiveSession()
-    events = spark.read.format("delta").load(config.output.table_path(tables.EVENTS))
-    rejected = spark.read.format("delta").load(config.output.table_path(tables.REJECTED_EVENTS))
-    print(f"\n{tables.EVENTS} ({config.output.table_path(tables.EVENTS)}): {events.count()} rows, latest:")
-    (events.orderBy("event_time", ascending=False)
-     .select("kind", "group_id", "type", "member_id", "event_time", "source_topic", "source_offset")
-     .show(10, truncate=False))
-    print(f"{tables.REJECTED_EVENTS}: {rejected.count()} rows, latest:")
-    rejected.orderBy("kafka_timestamp", ascending=False).select(
-        "source_topic", "source_offset", "reason", "raw_value").show(5, truncate=60)
+    register_tables(spark, config.output)
+    print(f"\nDelta tables under {config.output.table_path('')}")
+    for title, sql in SUMMARY_QUERIES:
+        print(f"\n== {title}")
+        spark.sql(sql).show(20, truncate=False)
