@@ -31,7 +31,19 @@ OUTPUT_SCHEMA = StructType([
 STATS_TABLE = "_stats"
 _STATE_SCHEMA = StructType([StructField("blob", BinaryType(), False)])
 _REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
-                        "raw_value", "reason")
+                        "raw_value", "reason", "event_time", "kafka_timestamp")
+#: Integer columns that pandas turns into floats when a batch has a null among them.
+_INTEGER_FIELDS = frozenset({"event_time", "generation", "session_timeout_ms", "schema_version",
+                             "source_partition", "source_offset", "kafka_timestamp"})
+
+
+def _record(row: dict, columns) -> dict:
+    """One input row as plain Python, with integer fields as ints whatever pandas made of them."""
+    out = {}
+    for c in columns:
+        v = _plain(row.get(c))
+        out[c] = int(v) if c in _INTEGER_FIELDS and v is not None else v
+    return out
 
 
 def _plain(value: Any) -> Any:
@@ -88,9 +100,7 @@ class GroupProcessor(StatefulProcessor):
 
         rejected = batch[batch["reason"].notna()]
         for record in rejected.to_dict("records"):
-            row = {c: _plain(record.get(c)) for c in _REJECTED_FROM_INPUT}
-            row["event_time"] = _plain(record.get("event_time"))
-            row["kafka_timestamp"] = _plain(record.get("kafka_timestamp"))
+            row = _record(record, _REJECTED_FROM_INPUT)
             out.append((tables.REJECTED_EVENTS, row["group_id"], json.dumps(row)))
         valid = batch[batch["reason"].isna()]
         stats = {"records": len(batch), "rejected": len(rejected)}
@@ -98,7 +108,7 @@ class GroupProcessor(StatefulProcessor):
         if group_id and len(valid):
             membership = valid[valid["kind"] == MEMBERSHIP]
             heartbeats = valid[valid["kind"] == HEARTBEAT]
-            events = [{k: _plain(v) for k, v in r.items()} for r in membership.to_dict("records")]
+            events = [_record(r, r.keys()) for r in membership.to_dict("records")]
             state = self._load(group_id)
             outputs, batch_stats = advance(
                 state, events, heartbeats["member_id"].to_numpy(dtype=object),
