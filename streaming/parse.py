@@ -99,7 +99,9 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         F.col("offset").alias("source_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
         F.col("key").cast("string").alias("record_key"),
-        F.col("value").cast("string").alias("raw_value"),
+        # Invalid UTF-8 is replaced (U+FFFD) so the record can still be kept and shown.
+        F.expr("make_valid_utf8(cast(value AS STRING))").alias("raw_value"),
+        F.expr("is_valid_utf8(cast(value AS STRING))").alias("valid_utf8"),
         F.octet_length("value").alias("record_bytes"),
     ).withColumn(
         "kind",
@@ -119,6 +121,7 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
                F.concat(F.lit("oversized record: "), F.col("record_bytes").cast("string"),
                         F.lit(f" bytes (limit {max_record_bytes})"))),
         F.when(F.col("kind").isNull(), F.concat(F.lit("record from unexpected topic "), F.col("source_topic"))),
+        F.when(~F.col("valid_utf8"), F.lit("record value is not valid UTF-8")),
         F.when(F.col("v").isNull(), F.lit("not valid JSON")),
         F.when(~F.expr("schema_of_variant(v) LIKE 'OBJECT<%'"), F.lit("not a JSON object")),
     ]
@@ -141,4 +144,4 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         *envelope,
         F.when(F.col("kind") == MEMBERSHIP, membership_reason).otherwise(heartbeat_reason),
     )
-    return typed.withColumn("reason", reason).drop("v", "record_bytes")
+    return typed.withColumn("reason", reason).drop("v", "record_bytes", "valid_utf8")
