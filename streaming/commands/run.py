@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import shlex
+from pathlib import Path
 import sys
 
 from ..job_args import add_job_arguments, config_from_args
@@ -25,7 +26,7 @@ def spark_submit_command(argv_tail: list[str]) -> list[str]:
     from ..paths import project_root
     from ..spark import REQUIRED_CONF, spark_jars
 
-    cmd = ["spark-submit", "--master", "local[2]", "--jars", ",".join(spark_jars())]
+    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--jars", ",".join(spark_jars())]
     for key, value in REQUIRED_CONF.items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += ["--conf", f"spark.pyspark.python={sys.executable}",
