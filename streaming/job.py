@@ -4,7 +4,7 @@ Run it with the CLI (``rebalance-monitor run``), or with spark-submit from the r
 after ``scripts/bootstrap`` (``rebalance-monitor run --print-spark-submit`` prints this line with
 the jar list filled in)::
 
-    .venv/bin/spark-submit --master 'local[2]' \\
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[2]' \\
       --jars "$(.venv/bin/python -c 'from streaming.spark import spark_jars; print(",".join(spark_jars()))')" \\
       --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\
       --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \\
