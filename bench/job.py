@@ -1,0 +1,1274 @@
+"""The streaming job end to end: throughput against a stateless baseline, latency, one huge group.
+
+Not a test: it measures, and nothing here asserts a time. Usage::
+
+    .venv/bin/python bench/job.py [--scenario throughput|latency|big-group|all] [--quick]
+
+It starts its own embedded Kafka broker on a free port in a temporary directory (stopped in a
+``finally``), one local[2] SparkSession for every scenario, and writes
+``bench/results/job.json`` and ``docs/benchmarks/job.md`` (everything below the findings marker
+in the Markdown is kept, so hand-written analysis survives a re-run).
+
+* ``throughput``: a pre-produced, heartbeat-heavy simulation, run with ``available_now`` and a
+  small ``max_offsets_per_trigger`` so that it takes many micro-batches; sustained events/s from
+  the query's progress events (first batch start to last batch end, so JVM and query start-up are
+  excluded). The baseline is a stateless Kafka -> ``parse_records`` -> Delta copy of the same
+  topics measured the same way. A cProfile of the processor's Python side on a synthetic batch
+  says where the per-group time goes.
+* ``latency``: the job runs continuously while a live simulation produces ~10,000 heartbeats/s
+  with event time = wall-clock now; every 2 s a member joins a probe group and we time produce ->
+  its generation's ``balance_metrics`` row committed to Delta (read from the Delta log and the
+  parquet files with pyarrow, which costs the 2 shared cores far less than a Spark query).
+* ``big-group``: one group of 10,000 members and 500,000 partitions, then one member leaves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import datetime as dt
+import io
+import json
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import unquote
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from streaming import broker  # noqa: E402
+from streaming.config import Config  # noqa: E402
+from streaming.kafka_io import ensure_topics  # noqa: E402
+from streaming.simulator import HEARTBEAT, MEMBERSHIP, Simulation, SimulationConfig  # noqa: E402
+
+RESULTS = REPO / "bench" / "results" / "job.json"
+MARKDOWN = REPO / "docs" / "benchmarks" / "job.md"
+FINDINGS_MARKER = "<!-- findings: hand-written below this line, kept by bench/job.py -->"
+#: Partitions per input topic. Two, like the two local cores and spark.sql.shuffle.partitions=2:
+#: more Kafka partitions than cores only adds task waves on this machine.
+TOPIC_PARTITIONS = 2
+#: Fixed simulated start for the pre-produced workloads, so reruns produce the same records.
+FIXED_START_MS = 1_767_225_600_000
+
+
+# -- machine and process facts -------------------------------------------------------------------
+
+def _run_text(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=REPO)
+        return (out.stdout or out.stderr).strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def machine_info() -> dict:
+    import pyarrow
+    import pyspark
+    import confluent_kafka
+
+    mem_kib = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                    if line.startswith("MemTotal:")), 0)
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    jars = sorted(p.name for p in (REPO / ".cache" / "jars").rglob("*.jar")
+                  if p.name.startswith(("delta-spark_", "kafka_2.13-", "spark-sql-kafka")))
+    dirty = _run_text(["git", "status", "--porcelain", "--untracked-files=no"])
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "pyarrow": pyarrow.__version__,
+        "confluent_kafka": confluent_kafka.version()[0],
+        "java": _run_text(["java", "-version"]).splitlines()[0],
+        "jars": jars,
+        "git_commit": _run_text(["git", "rev-parse", "--short", "HEAD"]),
+        "git_tracked_changes": bool(dirty and dirty != "unknown"),
+        "kernel": platform.release(),
+    }
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The command name may contain spaces and parentheses; ppid follows the last ')'.
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+class RssSampler:
+    """Peak RSS of the Spark driver JVM and of its Python workers, sampled twice a second.
+
+    The JVM is our java child that is not the broker; the Python workers (transformWithState's
+    and the pyspark daemon) are its descendants. /proc's VmHWM would give the JVM's peak since it
+    started, i.e. over all scenarios; sampling gives the peak within one scenario.
+    """
+
+    def __init__(self, exclude: set[int]):
+        self.exclude = exclude
+        self.peak_jvm_kib = 0
+        self.peak_workers_kib = 0
+        self.peak_total_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            tree = _children()
+            jvms = [p for p in tree.get(os.getpid(), []) if p not in self.exclude and _comm(p) == "java"]
+            jvm = sum(_rss_kib(p) for p in jvms)
+            workers, stack = 0, [c for p in jvms for c in tree.get(p, [])]
+            while stack:
+                pid = stack.pop()
+                workers += _rss_kib(pid)
+                stack.extend(tree.get(pid, []))
+            self.peak_jvm_kib = max(self.peak_jvm_kib, jvm)
+            self.peak_workers_kib = max(self.peak_workers_kib, workers)
+            self.peak_total_kib = max(self.peak_total_kib, jvm + workers)
+            self._stop.wait(0.5)
+
+    def result(self) -> dict:
+        return {"peak_driver_jvm_rss_mib": round(self.peak_jvm_kib / 1024),
+                "peak_python_workers_rss_mib": round(self.peak_workers_kib / 1024),
+                "peak_total_rss_mib": round(self.peak_total_kib / 1024)}
+
+
+# -- Kafka -----------------------------------------------------------------------------------------
+
+def _fast_producer(bootstrap: str, sim_config: SimulationConfig):
+    # The simulate command's own producer settings (idempotent, big lz4 batches), so the topics
+    # look exactly like `rebalance-monitor simulate --rate 0` would leave them.
+    from streaming.commands.simulate import _producer
+
+    errors: list[str] = []
+    return _producer(bootstrap, sim_config, errors), errors
+
+
+def _produce_all(producer, topic: str, records: list[tuple[str, bytes]]) -> None:
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, value, key)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+
+
+def produce_simulation(bootstrap: str, topics: dict[str, str], sim_config: SimulationConfig,
+                       max_records: int) -> dict:
+    """Produce ``max_records`` simulated records as fast as the broker takes them."""
+    producer, errors = _fast_producer(bootstrap, sim_config)
+    simulation = Simulation(sim_config)
+    started = time.monotonic()
+    for batch in simulation.batches(4_096, max_records=max_records):
+        for kind, key, value, _bad in batch:
+            while True:
+                try:
+                    producer.produce(topics[kind], value, key)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        producer.poll(0)
+    remaining = producer.flush(120)
+    elapsed = time.monotonic() - started
+    if remaining or errors:
+        raise RuntimeError(f"producing failed: {remaining} unacknowledged, errors {errors[:3]}")
+    stats = simulation.stats
+    return {"records": stats.total, "membership": stats.records[MEMBERSHIP],
+            "heartbeats": stats.records[HEARTBEAT],
+            "membership_types": dict(stats.membership_types),
+            "event_time_span_s": round((stats.last_event_time - stats.first_event_time) / 1000, 1),
+            "produce_s": round(elapsed, 1), "produce_records_per_s": round(stats.total / elapsed)}
+
+
+def make_config(bootstrap: str, work: Path, name: str, **job: Any) -> Config:
+    """A config of its own per run: topics, Delta root, checkpoint and Delta app id."""
+    config = Config().with_overrides(
+        bootstrap_servers=bootstrap, membership_topic=f"{name}-membership", heartbeat_topic=f"{name}-heartbeats",
+        output=str(work / name / "data"), checkpoint=str(work / name / "checkpoint"))
+    kafka_opts = {k: job.pop(k) for k in list(job) if k == "max_offsets_per_trigger"}
+    config = replace(config, kafka=replace(config.kafka, **kafka_opts),
+                     output=replace(config.output, app_id=f"bench-{name}-{uuid.uuid4().hex[:8]}"),
+                     job=replace(config.job, **job))
+    ensure_topics(bootstrap, [config.kafka.membership_topic, config.kafka.heartbeat_topic],
+                  partitions=TOPIC_PARTITIONS)
+    return config
+
+
+# -- progress events -------------------------------------------------------------------------------
+
+def _ts(text: str) -> float:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def progress_rows(query) -> list[dict]:
+    return [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
+
+
+def summarize_progress(progress: list[dict], skip_first: bool = False) -> dict:
+    """Sustained rate = input rows / (last batch end - first batch start), from the query's own clock."""
+    batches = [p for p in progress if p.get("durationMs", {}).get("triggerExecution") is not None]
+    if skip_first:
+        batches = [p for p in batches if p["batchId"] != batches[0]["batchId"]] if batches else []
+    if not batches:
+        return {"batches": 0}
+    start = min(_ts(p["timestamp"]) for p in batches)
+    end = max(_ts(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000 for p in batches)
+    rows = sum(p["numInputRows"] for p in batches)
+    wall = end - start
+    return {"batches": len(batches), "rows": rows, "wall_s": round(wall, 2),
+            "events_per_s": round(rows / wall) if wall > 0 else None}
+
+
+def batch_table(progress: list[dict], timings: dict[int, dict]) -> list[dict]:
+    out = []
+    for p in progress:
+        d = p.get("durationMs", {})
+        row = {"batch": p["batchId"], "rows": p["numInputRows"],
+               "processed_per_s": round(p.get("processedRowsPerSecond") or 0),
+               "trigger_ms": d.get("triggerExecution"), "add_batch_ms": d.get("addBatch"),
+               "planning_ms": d.get("queryPlanning"), "latest_offset_ms": d.get("latestOffset"),
+               "wal_commit_ms": d.get("walCommit"), "commit_offsets_ms": d.get("commitOffsets")}
+        ops = p.get("stateOperators") or []
+        if ops:
+            op = ops[0]
+            row.update(state_rows=op.get("numRowsTotal"), state_updated=op.get("numRowsUpdated"),
+                       state_update_ms=op.get("allUpdatesTimeMs"), state_commit_ms=op.get("commitTimeMs"),
+                       state_memory_mib=round((op.get("memoryUsedBytes") or 0) / 2**20, 1))
+        t = timings.get(p["batchId"])
+        if t:
+            row.update(compute_ms=t["compute_ms"], sink_ms=t["sink_ms"], output_rows=t.get("output_rows"))
+        out.append(row)
+    return out
+
+
+def _percentiles(values: list[float], points=(50, 90, 99)) -> dict:
+    if not values:
+        return {}
+    s = sorted(values)
+    out = {}
+    for q in points:
+        # Nearest-rank percentile: with 60 samples p99 is the maximum, which is the honest answer.
+        rank = max(1, -(-q * len(s) // 100))
+        out[f"p{q}"] = round(s[rank - 1], 3)
+    out["max"] = round(s[-1], 3)
+    out["mean"] = round(statistics.fmean(s), 3)
+    return out
+
+
+@contextlib.contextmanager
+def timed_sink(timings: dict[int, dict]):
+    """Time the two halves of the real sink per batch: computing the batch, then the Delta writes.
+
+    ``start_query`` imports ``write_batch`` when it is called, so patching the module attribute
+    wraps the real sink. The wrapper materialises the batch first (persist + count: Kafka read,
+    parse, shuffle, Python processor, state store), then hands the cached batch to the real
+    ``write_batch``, whose own persist is then a no-op: the job does the same work plus one count
+    of cached rows, and we learn how addBatch splits between computing and writing Delta.
+    """
+    import streaming.sinks as sinks
+
+    original = sinks.write_batch
+
+    def wrapped(batch, batch_id, output):
+        t0 = time.perf_counter()
+        batch = batch.persist()
+        rows = batch.count()
+        t1 = time.perf_counter()
+        try:
+            original(batch, batch_id, output)
+        finally:
+            batch.unpersist()
+        timings[batch_id] = {"compute_ms": round((t1 - t0) * 1000), "sink_ms": round((time.perf_counter() - t1) * 1000),
+                             "output_rows": rows}
+
+    sinks.write_batch = wrapped
+    try:
+        yield
+    finally:
+        sinks.write_batch = original
+
+
+# -- throughput -----------------------------------------------------------------------------------
+
+def run_baseline(spark, config: Config, timings: dict[int, dict]):
+    """Stateless copy: the same Kafka options and parse, straight to one Delta table."""
+    from streaming.job import build_stream
+
+    parsed = build_stream(spark, config)
+    path = config.output.table_path("baseline_events")
+    app_id = config.output.app_id
+
+    def sink(batch, batch_id):
+        t0 = time.perf_counter()
+        # Same idempotent append the job's sink does, so the Delta side costs the same per commit.
+        (batch.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id)
+         .save(path))
+        timings[batch_id] = {"compute_ms": None, "sink_ms": round((time.perf_counter() - t0) * 1000)}
+
+    return (parsed.writeStream.queryName("baseline-copy").foreachBatch(sink)
+            .option("checkpointLocation", config.output.checkpoint_path)
+            .trigger(availableNow=True).start())
+
+
+def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool) -> dict:
+    from streaming.job import start_query
+
+    sim = SimulationConfig(groups=200 if quick else 1_000, members=10, topics=2, partitions=6,
+                           churn_per_minute=0.5, heartbeat_interval_ms=1_000, cooperative_share=0.5,
+                           start_time_ms=FIXED_START_MS, seed=7, group_prefix="tp")
+    # The brief asked for a few million records; at the rates measured here (a few thousand
+    # events/s) that would take the job most of an hour, so 1M records in 8 batches it is.
+    max_records = 200_000 if quick else 1_000_000
+    per_trigger = 25_000 if quick else 125_000
+    config = make_config(bootstrap, work, "throughput", max_offsets_per_trigger=per_trigger)
+    result: dict[str, Any] = {"load_start": loadavg(), "simulation": {
+        "groups": sim.groups, "members": sim.members, "heartbeat_interval_ms": sim.heartbeat_interval_ms,
+        "churn_per_minute": sim.churn_per_minute, "topics_per_group": sim.topics,
+        "partitions_per_topic": sim.partitions, "cooperative_share": sim.cooperative_share},
+        "max_offsets_per_trigger": per_trigger, "topic_partitions": TOPIC_PARTITIONS}
+    print(f"[throughput] producing {max_records:,} records ...", flush=True)
+    result["produced"] = produce_simulation(bootstrap, {MEMBERSHIP: config.kafka.membership_topic,
+                                                        HEARTBEAT: config.kafka.heartbeat_topic}, sim, max_records)
+    print(f"[throughput] produced: {result['produced']}", flush=True)
+
+    # The job first, then the baseline: the baseline then runs on a JVM the job has warmed up,
+    # which, if anything, flatters the baseline and makes the job/baseline ratio conservative.
+    timings: dict[int, dict] = {}
+    with timed_sink(timings):
+        started = time.monotonic()
+        query = start_query(spark, config, available_now=True)
+        query.awaitTermination()
+        job_wall = time.monotonic() - started
+    if query.exception() is not None:
+        raise RuntimeError(f"the job failed: {query.exception()}")
+    progress = progress_rows(query)
+    result["job"] = {"sustained": summarize_progress(progress),
+                     "sustained_excluding_first_batch": summarize_progress(progress, skip_first=True),
+                     "wall_including_query_start_s": round(job_wall, 1),
+                     "batches": batch_table(progress, timings)}
+    print(f"[throughput] job: {result['job']['sustained']}", flush=True)
+
+    base_config = replace(config, output=replace(config.output, root=str(work / "baseline" / "data"),
+                                                 checkpoint=str(work / "baseline" / "checkpoint")))
+    base_timings: dict[int, dict] = {}
+    started = time.monotonic()
+    query = run_baseline(spark, base_config, base_timings)
+    query.awaitTermination()
+    base_wall = time.monotonic() - started
+    if query.exception() is not None:
+        raise RuntimeError(f"the baseline failed: {query.exception()}")
+    progress = progress_rows(query)
+    result["baseline"] = {"sustained": summarize_progress(progress),
+                          "sustained_excluding_first_batch": summarize_progress(progress, skip_first=True),
+                          "wall_including_query_start_s": round(base_wall, 1),
+                          "batches": batch_table(progress, base_timings)}
+    print(f"[throughput] baseline: {result['baseline']['sustained']}", flush=True)
+    job_rate = result["job"]["sustained"].get("events_per_s") or 0
+    base_rate = result["baseline"]["sustained"].get("events_per_s") or 0
+    result["ratio_job_to_baseline"] = round(job_rate / base_rate, 3) if base_rate else None
+    job_rate2 = result["job"]["sustained_excluding_first_batch"].get("events_per_s") or 0
+    base_rate2 = result["baseline"]["sustained_excluding_first_batch"].get("events_per_s") or 0
+    result["ratio_excluding_first_batch"] = round(job_rate2 / base_rate2, 3) if base_rate2 else None
+    result["targets"] = {"job_events_per_s_at_least": 50_000, "ratio_at_least": 0.5,
+                         "job_rate_met": job_rate >= 50_000,
+                         "ratio_met": (result["ratio_job_to_baseline"] or 0) >= 0.5}
+    result["breakdown"] = _breakdown(result["job"]["batches"])
+    result["load_end"] = loadavg()
+    return result
+
+
+def _breakdown(batches: list[dict]) -> dict:
+    """Where the job's batch time goes, summed over batches with input (ms and share of trigger time)."""
+    with_rows = [b for b in batches if b["rows"]]
+    keys = ("trigger_ms", "add_batch_ms", "compute_ms", "sink_ms", "planning_ms", "latest_offset_ms",
+            "wal_commit_ms", "commit_offsets_ms", "state_update_ms", "state_commit_ms")
+    total = {k: sum(b.get(k) or 0 for b in with_rows) for k in keys}
+    trigger = total["trigger_ms"] or 1
+    return {"batches_with_input": len(with_rows),
+            "total_ms": total, "share_of_trigger": {k: round(v / trigger, 3) for k, v in total.items()}}
+
+
+# -- profile of the Python side ---------------------------------------------------------------------
+
+class _FakeValueState:
+    def __init__(self):
+        self.value = None
+
+    def exists(self):
+        return self.value is not None
+
+    def get(self):
+        return self.value
+
+    def update(self, value):
+        self.value = value
+
+
+class _FakeHandle:
+    """Just enough of StatefulProcessorHandle for GroupProcessor, to run it without Spark."""
+
+    def __init__(self):
+        self.states: dict[str, _FakeValueState] = {}
+        self.current = None
+        self.timers: dict[str, list[int]] = {}
+        self.key = ""
+
+    def getValueState(self, name, schema):
+        outer = self
+
+        class _Proxy:
+            def exists(self):
+                return outer._state().exists()
+
+            def get(self):
+                return outer._state().get()
+
+            def update(self, value):
+                outer._state().update(value)
+        return _Proxy()
+
+    def _state(self):
+        return self.states.setdefault(self.key, _FakeValueState())
+
+    def listTimers(self):
+        return iter(self.timers.get(self.key, []))
+
+    def registerTimer(self, t):
+        self.timers.setdefault(self.key, []).append(t)
+
+    def deleteTimer(self, t):
+        self.timers[self.key].remove(t)
+
+
+class _FakeTimerValues:
+    def __init__(self, watermark: int):
+        self.watermark = watermark
+
+    def getCurrentWatermarkInMs(self):
+        return self.watermark
+
+
+def _input_frame(rows: list[dict]):
+    """Rows shaped like parse_records' output (+ group_key, event_ts), as Arrow hands them to pandas."""
+    import pandas as pd
+
+    from schemas.events import MEMBERSHIP_FIELDS
+
+    # parse_records replaces the membership field "reason" with its own refusal reason (same name),
+    # so the column appears once.
+    columns = ["source_topic", "source_partition", "source_offset", "kafka_timestamp", "record_key", "raw_value",
+               "kind"] + [f.name for f in MEMBERSHIP_FIELDS if f.name != "reason"] + ["reason", "group_key", "event_ts"]
+    return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=columns)
+
+
+def profile_processor(groups: int = 200, members: int = 10, beats_per_member: int = 25) -> dict:
+    """The processor's Python side on one synthetic micro-batch, per group, with cProfile.
+
+    Shape: a 250,000-heartbeat batch over 1,000 groups of 10 members = 250 heartbeats per group
+    (25 s of event time at one heartbeat a second). We time ``groups`` groups and scale.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from streaming.group_state import EngineSettings, advance
+    from streaming.processor import GroupProcessor
+    from streaming.state_codec import decode_state, encode_state
+
+    settings = EngineSettings()
+    processor = GroupProcessor(settings)
+    handle = _FakeHandle()
+    processor.init(handle)
+    t0 = FIXED_START_MS
+    topics = ["orders", "payments"]
+
+    def membership(gid, i, body):
+        raw = json.dumps(body)
+        return {"source_topic": "m", "source_partition": 0, "source_offset": i, "kafka_timestamp": pd.Timestamp(t0, unit="ms"),
+                "record_key": gid, "raw_value": raw, "kind": "membership", "reason": None, "group_key": gid,
+                "event_ts": pd.NaT, **body}
+
+    def beats(gid, start, count):
+        rows = []
+        for k in range(count):
+            for m in range(members):
+                t = start + k * 1000 + m * 97
+                body = {"schema_version": 1, "event_id": f"{gid}-h{t}-{m}", "event_time": t, "group_id": gid,
+                        "member_id": f"{gid}-m{m}", "generation": -1}
+                rows.append({"source_topic": "h", "source_partition": 0, "source_offset": t, "record_key": gid,
+                             "kafka_timestamp": pd.Timestamp(t, unit="ms"), "raw_value": json.dumps(body),
+                             "kind": "heartbeat", "reason": None, "group_key": gid,
+                             "event_ts": pd.Timestamp(t, unit="ms"), **body})
+        return rows
+
+    # Warm every group up to a realistic state: workload, members, generations done.
+    frames: dict[str, Any] = {}
+    for g in range(groups):
+        gid = f"pg{g:04d}"
+        rows = [membership(gid, 0, {"schema_version": 1, "event_id": f"{gid}-w", "event_time": t0, "group_id": gid,
+                                    "group_type": "consumer", "type": "workload",
+                                    "workload": {"topics": [{"name": t, "partitions": 6, "racks": None} for t in topics]}})]
+        for m in range(members):
+            rows.append(membership(gid, m + 1, {
+                "schema_version": 1, "event_id": f"{gid}-j{m}", "event_time": t0 + 10 + m, "group_id": gid,
+                "group_type": "consumer", "type": "join", "member_id": f"{gid}-m{m}", "topics": topics,
+                "owned_partitions": [], "generation": -1, "protocol": "eager" if g % 2 else "cooperative",
+                "assignor": "range" if g % 2 else "cooperative-sticky", "session_timeout_ms": 45_000}))
+        rows += beats(gid, t0 + 100, 10)
+        handle.key = gid
+        list(processor.handleInputRows((gid,), iter([_input_frame(rows)]), _FakeTimerValues(0)))
+        frames[gid] = _input_frame(beats(gid, t0 + 10_100, beats_per_member))
+
+    def one_batch():
+        for gid, frame in frames.items():
+            handle.key = gid
+            list(processor.handleInputRows((gid,), iter([frame]), _FakeTimerValues(0)))
+
+    # Whole handleInputRows per group, then its parts alone, all on the same warmed states.
+    snapshot = {k: v.value for k, v in handle.states.items()}
+    started = time.perf_counter()
+    one_batch()
+    whole = time.perf_counter() - started
+
+    def restore():
+        for k, v in snapshot.items():
+            handle.states[k].value = v
+
+    restore()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    one_batch()
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(18)
+    top = [line for line in text.getvalue().splitlines() if line.strip()][:40]
+
+    restore()
+    codec = advance_s = frame_s = 0.0
+    for gid, frame in frames.items():
+        blob = bytes(handle.states[gid].value[0])
+        a = time.perf_counter()
+        state = decode_state(blob)
+        b = time.perf_counter()
+        advance(state, [], frame["member_id"].to_numpy(dtype=object), frame["event_time"].to_numpy(dtype=np.int64),
+                settings, watermark_ms=0)
+        c = time.perf_counter()
+        encode_state(state)
+        d = time.perf_counter()
+        # The pandas work handleInputRows does before advance: concat, reason split, kind split.
+        batch = pd.concat([frame], ignore_index=True)
+        valid = batch[batch["reason"].isna()]
+        valid[valid["kind"] == "membership"].to_dict("records")
+        valid[valid["kind"] == "heartbeat"]
+        e = time.perf_counter()
+        codec += (b - a) + (d - c)
+        advance_s += c - b
+        frame_s += e - d
+    n = len(frames)
+    per_group = lambda s: round(s / n * 1000, 3)  # noqa: E731
+    return {
+        "shape": {"groups_timed": n, "members_per_group": members, "heartbeats_per_group": members * beats_per_member,
+                  "scaled_to_groups": 1_000},
+        "handle_input_rows_ms_per_group": per_group(whole),
+        "of_which_advance_ms_per_group": per_group(advance_s),
+        "of_which_state_codec_ms_per_group": per_group(codec),
+        "of_which_pandas_split_ms_per_group": per_group(frame_s),
+        "estimated_python_s_per_250k_batch_1000_groups": round(whole / n * 1_000, 2),
+        "state_blob_bytes_per_group": round(statistics.fmean(len(bytes(v[0])) for v in snapshot.values())),
+        "cprofile_top_by_tottime": top,
+    }
+
+
+# -- Delta log tail (pyarrow, no Spark) ------------------------------------------------------------
+
+class DeltaTail:
+    """New rows of a Delta table as commits land, read from ``_delta_log`` and the parquet files."""
+
+    def __init__(self, table_path: str, columns: list[str]):
+        self.path = Path(table_path)
+        self.columns = columns
+        self.next_version = 0
+
+    def poll(self) -> list[tuple[float, dict]]:
+        import pyarrow.parquet as pq
+
+        out = []
+        while True:
+            log = self.path / "_delta_log" / f"{self.next_version:020d}.json"
+            try:
+                text = log.read_text()
+            except FileNotFoundError:
+                return out
+            seen = time.time()
+            try:
+                actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+            except json.JSONDecodeError:
+                return out  # mid-write on a filesystem without atomic rename: next poll
+            for action in actions:
+                add = action.get("add")
+                if add:
+                    table = pq.read_table(self.path / unquote(add["path"]), columns=self.columns)
+                    out.extend((seen, r) for r in table.to_pylist())
+            self.next_version += 1
+
+
+# -- latency ---------------------------------------------------------------------------------------
+
+class LiveTraffic:
+    """Simulated groups in real time (event time = wall clock) plus a probe group, produced in a thread."""
+
+    PROBE_GROUP = "probe"
+
+    def __init__(self, bootstrap: str, config: Config, groups: int, members: int):
+        now = int(time.time() * 1000)
+        self.sim_config = SimulationConfig(groups=groups, members=members, topics=2, partitions=6,
+                                           churn_per_minute=0.5, heartbeat_interval_ms=1_000,
+                                           cooperative_share=0.5, start_time_ms=now, seed=11, group_prefix="live")
+        self.topics = {MEMBERSHIP: config.kafka.membership_topic, HEARTBEAT: config.kafka.heartbeat_topic}
+        self.producer, self.errors = _fast_producer(bootstrap, self.sim_config)
+        from confluent_kafka import Producer
+
+        # Probes go out alone, unbatched, so their produce time is the time they leave.
+        self.probe_producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                                        "linger.ms": 0, "log_level": 3})
+        self.lock = threading.Lock()
+        self.probe_members: list[list] = []  # [member_id, next heartbeat ms]
+        self.produced = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.probe_event = 0
+
+    def _membership(self, body: dict, now: int) -> bytes:
+        self.probe_event += 1
+        event = {"schema_version": 1, "event_id": f"probe-{uuid.uuid4().hex[:8]}-{self.probe_event}",
+                 "event_time": now, "group_id": self.PROBE_GROUP, "group_type": "consumer", **body}
+        return json.dumps(event, separators=(",", ":")).encode()
+
+    def start(self) -> None:
+        now = int(time.time() * 1000)
+        records = [(self.PROBE_GROUP, self._membership(
+            {"type": "workload", "workload": {"topics": [{"name": f"probe-t{i}", "partitions": 12} for i in range(2)]}},
+            now))]
+        for m in range(10):
+            member = f"probe-base-{m}"
+            records.append((self.PROBE_GROUP, self._membership(
+                {"type": "join", "member_id": member, "topics": ["probe-t0", "probe-t1"], "owned_partitions": [],
+                 "generation": -1, "protocol": "eager", "assignor": "range", "session_timeout_ms": 45_000}, now)))
+            # Ten base members, a heartbeat each per second, staggered: the probe group's clock
+            # advances every ~100 ms, like a real group of that size.
+            self.probe_members.append([member, now + 100 + m * 100])
+        _produce_all(self.probe_producer, self.topics[MEMBERSHIP], records)
+        self.probe_producer.flush(30)
+        self._thread.start()
+
+    def probe(self, k: int) -> tuple[str, float]:
+        member = f"probe-{k}-{uuid.uuid4().hex[:8]}"
+        now = int(time.time() * 1000)
+        value = self._membership({"type": "join", "member_id": member, "topics": ["probe-t0", "probe-t1"],
+                                  "owned_partitions": [], "generation": -1, "protocol": "eager",
+                                  "assignor": "range", "session_timeout_ms": 45_000}, now)
+        sent = time.time()
+        self.probe_producer.produce(self.topics[MEMBERSHIP], value, self.PROBE_GROUP)
+        self.probe_producer.flush(10)
+        with self.lock:
+            self.probe_members.append([member, now + 100])
+        return member, sent
+
+    def _loop(self) -> None:
+        simulation = Simulation(self.sim_config)
+        topic_hb = self.topics[HEARTBEAT]
+        while not self._stop.is_set():
+            now = int(time.time() * 1000)
+            # The simulation walks its own event time up to now: records come out as they "happen".
+            for batch in simulation.batches(4_096, end_time_ms=now + 1):
+                for kind, key, value, _bad in batch:
+                    while True:
+                        try:
+                            self.producer.produce(self.topics[kind], value, key)
+                            break
+                        except BufferError:
+                            self.producer.poll(0.01)
+                self.produced += len(batch)
+            with self.lock:
+                for entry in self.probe_members:
+                    if entry[1] <= now:
+                        body = {"schema_version": 1, "event_id": f"probe-hb-{uuid.uuid4().hex[:12]}",
+                                "event_time": now, "group_id": self.PROBE_GROUP, "member_id": entry[0]}
+                        self.producer.produce(topic_hb, json.dumps(body, separators=(",", ":")).encode(),
+                                              self.PROBE_GROUP)
+                        self.produced += 1
+                        entry[1] += 1_000
+            self.producer.poll(0)
+            self._stop.wait(0.01)
+        self.producer.flush(30)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, samples: int, warmup_cap_s: float,
+                **job: Any) -> dict:
+    from streaming.job import start_query
+
+    config = make_config(bootstrap, work, name, **job)
+    traffic = LiveTraffic(bootstrap, config, groups=groups, members=10)
+    result: dict[str, Any] = {"load_start": loadavg(), "job": {
+        "trigger_interval": config.job.trigger_interval, "coalesce_ms": config.job.coalesce_ms,
+        "allowed_lateness_ms": config.job.allowed_lateness_ms, "idle_group_grace_ms": config.job.idle_group_grace_ms,
+        "max_offsets_per_trigger": config.kafka.max_offsets_per_trigger},
+        "background": {"groups": groups, "members": 10, "heartbeat_interval_ms": 1_000,
+                       "target_events_per_s": groups * 10}}
+    tail = DeltaTail(config.output.table_path("balance_metrics"), ["group_id", "trigger_member", "generation"])
+    traffic.start()
+    produced_at_start = time.monotonic()
+    query = start_query(spark, config, available_now=False)
+    latencies: list[float] = []
+    missing: list[str] = []
+    try:
+        # Warm-up: the initial burst (every group's workload and joins) must be through first;
+        # we wait for the probe group's first generation, then a little more.
+        # Capped: a job that cannot keep up never finishes its warm-up, and that is a result too.
+        deadline = time.monotonic() + warmup_cap_s
+        result["warmup_done"] = False
+        while time.monotonic() < deadline:
+            if any(r["group_id"] == LiveTraffic.PROBE_GROUP for _, r in tail.poll()):
+                result["warmup_done"] = True
+                break
+            if query.exception() is not None:
+                raise RuntimeError(f"the job failed: {query.exception()}")
+            time.sleep(0.2)
+        result["warmup_s"] = round(time.monotonic() - produced_at_start, 1)
+        time.sleep(min(15.0, warmup_cap_s / 8))
+        first_probe_batch = query.lastProgress["batchId"] if query.lastProgress else 0
+        pending: dict[str, float] = {}
+        found: dict[str, float] = {}
+        next_probe = time.monotonic()
+        k = 0
+        while k < samples or pending:
+            now = time.monotonic()
+            if k < samples and now >= next_probe:
+                member, sent = traffic.probe(k)
+                pending[member] = sent
+                k += 1
+                next_probe += 2.0
+            for seen, row in tail.poll():
+                member = row["trigger_member"]
+                if member in pending:
+                    found[member] = seen - pending.pop(member)
+            for member, sent in list(pending.items()):
+                if time.time() - sent > PROBE_TIMEOUT_S:  # never seen: counted, not silently dropped
+                    missing.append(member)
+                    pending.pop(member)
+            if query.exception() is not None:
+                raise RuntimeError(f"the job failed: {query.exception()}")
+            time.sleep(0.05)
+        latencies = list(found.values())
+        elapsed = time.monotonic() - produced_at_start
+        progress = [p for p in progress_rows(query) if p["batchId"] > first_probe_batch]
+    finally:
+        query.stop()
+        traffic.stop()
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+    input_rates = [p.get("inputRowsPerSecond") or 0 for p in progress]
+    processed = [p.get("processedRowsPerSecond") or 0 for p in progress]
+    result.update({
+        "samples": len(latencies), "missing": len(missing),
+        "latency_s": _percentiles(latencies),
+        "latencies_s": [round(x, 3) for x in latencies],
+        "produced_events_per_s": round(traffic.produced / elapsed),
+        "batches_during_probes": len(progress),
+        "batch_duration_s": _percentiles(durations),
+        "batch_rows": _percentiles([p["numInputRows"] for p in progress]),
+        "input_rows_per_s_mean": round(statistics.fmean(input_rates)) if input_rates else None,
+        "processed_rows_per_s_mean": round(statistics.fmean(processed)) if processed else None,
+        "target_p99_below_s": 5.0,
+        "target_met": bool(latencies) and not missing and _percentiles(latencies)["p99"] < 5.0,
+        "load_end": loadavg(),
+    })
+    return result
+
+
+#: A probe not in Delta after this long is counted as missing (the job is not keeping up).
+PROBE_TIMEOUT_S = 45.0
+#: The low-latency setting: no trigger pause, a 250 ms coalescing window and 500 ms of lateness,
+#: so a join's generation is due 750 ms of event time after it (the defaults' floor is 3 s).
+LOW_LATENCY = {"trigger_interval": "0 seconds", "coalesce_ms": 250, "allowed_lateness_ms": 500}
+
+
+def scenario_latency(spark, bootstrap: str, work: Path, quick: bool) -> dict:
+    samples = 6 if quick else 30
+    runs = {}
+    # First at the brief's rate (10,000 events/s); then at a tenth of it, a rate the throughput
+    # scenario says the job sustains, to see the pipeline's own floor. Both with the low-latency
+    # setting: the defaults add 3 s of event-time waiting before any batch work starts.
+    for name, groups in (("low_latency_10k_per_s", 200 if quick else 1_000),
+                         ("low_latency_1k_per_s", 50 if quick else 100)):
+        print(f"[latency] {name} ...", flush=True)
+        runs[name] = latency_run(spark, bootstrap, work, name.replace("_", "-"), groups, samples,
+                                 60 if quick else 120, **LOW_LATENCY)
+        print(f"[latency] {name}: {runs[name]['latency_s']} missing {runs[name]['missing']} "
+              f"warm-up done {runs[name]['warmup_done']}", flush=True)
+    return runs
+
+
+# -- big group -------------------------------------------------------------------------------------
+
+def _wait_rows(tail: DeltaTail, found: Callable[[dict], bool], query, timeout_s: float) -> tuple[float, dict] | None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for seen, row in tail.poll():
+            if found(row):
+                return seen, row
+        if query.exception() is not None:
+            raise RuntimeError(f"the job failed: {query.exception()}")
+        time.sleep(0.1)
+    return None
+
+
+def _wait_batch_done(query, timeout_s: float = 120) -> None:
+    """A row is visible in Delta while its batch is still writing other tables; its progress
+    event comes at the batch's end, so wait for the batch to finish before reading progress."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
+        time.sleep(0.2)
+
+
+def _count_rows(table_path: str, group: str, generation: int) -> int:
+    tail = DeltaTail(table_path, ["group_id", "generation"])
+    return sum(1 for _, r in tail.poll() if r["group_id"] == group and r["generation"] == generation)
+
+
+#: Caps on the big group's rounds, so the whole benchmark stays within ~25 minutes.
+BIG_ROUND1_TIMEOUT_S = 480
+BIG_ROUND2_TIMEOUT_S = 240
+
+
+def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_pids: set[int]) -> dict:
+    from streaming.job import start_query
+
+    members, topics, partitions = (1_000, 100, 500) if quick else (10_000, 1_000, 500)
+    assignor, protocol = "cooperative-sticky", "cooperative"
+    group = "big"
+    config = make_config(bootstrap, work, "big-group", trigger_interval="1 second")
+    result: dict[str, Any] = {"load_start": loadavg(), "members": members, "topics": topics,
+                              "partitions": topics * partitions, "assignor": assignor, "protocol": protocol,
+                              "job": {"trigger_interval": config.job.trigger_interval,
+                                      "coalesce_ms": config.job.coalesce_ms,
+                                      "allowed_lateness_ms": config.job.allowed_lateness_ms}}
+    names = [f"bt{i:03d}" for i in range(topics)]
+    member_ids = [f"big-consumer-{i}-{uuid.UUID(int=i, version=4)}" for i in range(members)]
+    t0 = FIXED_START_MS
+    seq = iter(range(10**9))
+
+    def event(body: dict, t: int) -> tuple[str, bytes]:
+        return group, json.dumps({"schema_version": 1, "event_id": f"big-{next(seq)}", "event_time": t,
+                                  "group_id": group, **body}, separators=(",", ":")).encode()
+
+    membership = [event({"group_type": "consumer", "type": "workload",
+                         "workload": {"topics": [{"name": n, "partitions": partitions} for n in names]}}, t0)]
+    # All joins within 500 ms of the workload change: one coalesced generation (coalesce_ms 1 s).
+    for i, m in enumerate(member_ids):
+        membership.append(event({"group_type": "consumer", "type": "join", "member_id": m, "topics": names,
+                                 "owned_partitions": [], "generation": -1, "protocol": protocol,
+                                 "assignor": assignor, "session_timeout_ms": 45_000}, t0 + 1 + i % 500))
+
+    def heartbeats(start: int, ids: list[str]) -> list[tuple[str, bytes]]:
+        # One heartbeat a second per member for 5 s: the group's clock passes the window plus lateness.
+        return [event({"member_id": m}, start + s * 1000 + i % 1000) for s in range(5) for i, m in enumerate(ids)]
+
+    sim_like = SimulationConfig()
+    producer, errors = _fast_producer(bootstrap, sim_like)
+    started = time.monotonic()
+    _produce_all(producer, config.kafka.membership_topic, membership)
+    _produce_all(producer, config.kafka.heartbeat_topic, heartbeats(t0 + 600, member_ids))
+    producer.flush(120)
+    result["round1_produce_s"] = round(time.monotonic() - started, 1)
+    result["membership_bytes"] = sum(len(v) for _, v in membership)
+    if errors:
+        raise RuntimeError(f"producing failed: {errors[:3]}")
+
+    metrics = DeltaTail(config.output.table_path("balance_metrics"),
+                        ["group_id", "generation", "trigger", "trigger_member", "members", "partitions",
+                         "assignor_ms", "phase", "moved", "unassigned", "event_time"])
+    with RssSampler(exclude_pids) as rss:
+        job_start = time.time()
+        query = start_query(spark, config, available_now=False)
+        hit = _wait_rows(metrics, lambda r: r["group_id"] == group and r["members"] == members, query,
+                         BIG_ROUND1_TIMEOUT_S)
+        if hit is None:
+            query.stop()
+            result["round1"] = {"not_reached_within_s": BIG_ROUND1_TIMEOUT_S,
+                                "batches": batch_table(progress_rows(query), {})}
+            result["rss"] = rss.result()
+            result["load_end"] = loadavg()
+            return result
+        seen, row = hit
+        _wait_batch_done(query)
+        progress = progress_rows(query)
+        first_batch = min(_ts(p["timestamp"]) for p in progress) if progress else job_start
+        result["round1"] = {
+            "from_job_start_s": round(seen - job_start, 1), "from_first_batch_s": round(seen - first_batch, 1),
+            "generation": row["generation"], "trigger": row["trigger"], "phase": row["phase"],
+            "assignor_ms": round(row["assignor_ms"], 1), "partitions_assigned": row["partitions"],
+            "batches": batch_table(progress, {})}
+        # Give the batch that committed it time to finish its other tables before counting.
+        time.sleep(3)
+        result["round1"]["assignment_rows"] = _count_rows(config.output.table_path("assignments"), group,
+                                                          row["generation"])
+        gen1 = row["generation"]
+        done = {p["batchId"] for p in progress}
+
+        # Round 2: the first member leaves 10 s after the start; heartbeats of the rest move time on.
+        leave = [event({"group_type": "consumer", "type": "leave", "member_id": member_ids[0],
+                        "reason": "the consumer is being closed"}, t0 + 10_000)]
+        sent = time.time()
+        _produce_all(producer, config.kafka.membership_topic, leave)
+        _produce_all(producer, config.kafka.heartbeat_topic, heartbeats(t0 + 10_600, member_ids[1:]))
+        producer.flush(120)
+        produced = time.time()
+        hit = _wait_rows(metrics, lambda r: r["group_id"] == group and r["generation"] > gen1
+                         and r["trigger"] == "leave", query, BIG_ROUND2_TIMEOUT_S)
+        if hit is None:
+            query.stop()
+            result["round2"] = {"not_reached_within_s": BIG_ROUND2_TIMEOUT_S,
+                                "batches": batch_table([p for p in progress_rows(query) if p["batchId"] not in done], {})}
+            result["rss"] = rss.result()
+            result["load_end"] = loadavg()
+            return result
+        seen, row = hit
+        _wait_batch_done(query)
+        progress = [p for p in progress_rows(query) if p["batchId"] not in done]
+        result["round2"] = {
+            "from_leave_produced_s": round(seen - sent, 1), "produce_s": round(produced - sent, 1),
+            "generation": row["generation"], "trigger": row["trigger"], "phase": row["phase"],
+            "members": row["members"], "assignor_ms": round(row["assignor_ms"], 1), "moved": row["moved"],
+            "unassigned": row["unassigned"], "batches": batch_table(progress, {})}
+        time.sleep(3)
+        result["round2"]["assignment_rows"] = _count_rows(config.output.table_path("assignments"), group,
+                                                          row["generation"])
+        query.stop()
+    result["rss"] = rss.result()
+    state_dir = Path(config.output.checkpoint_path) / "state"
+    result["checkpoint_state_mib"] = round(sum(f.stat().st_size for f in state_dir.rglob("*") if f.is_file()) / 2**20, 1)
+    result["load_end"] = loadavg()
+    return result
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def markdown(results: dict) -> str:
+    m = results["machine"]
+    lines = [
+        "# Streaming job benchmark: throughput, latency, one huge group",
+        "",
+        f"Generated by `{results['command']}` on {results['generated_at']} (commit {m['git_commit']}"
+        f"{', with uncommitted changes in tracked files' if m['git_tracked_changes'] else ''}).",
+        "",
+        f"Machine: {m['cpu']}, {m['nproc']} cores, {m['memory_gib']} GiB; Python {m['python']}, PySpark {m['pyspark']}, "
+        f"pyarrow {m['pyarrow']}, {m['java']}; jars: {', '.join(m['jars'])}. Kafka: the embedded broker "
+        f"(one node, on the same 2 cores). Spark local[2]. The cores are shared with other work: load "
+        "averages (1/5/15 min) at the start and end of each scenario are in the tables.",
+        "",
+        "Numbers are one run each, not medians: read them as +-10-20 % on a shared 2-core machine.",
+        "",
+    ]
+    s = results["scenarios"]
+    tp = s.get("throughput")
+    if tp:
+        sim = tp["simulation"]
+        lines += [
+            "## Throughput: the job vs a stateless copy",
+            "",
+            f"Workload: {tp['produced']['records']:,} records pre-produced by the simulator "
+            f"({sim['groups']:,} groups x {sim['members']} members, heartbeat every {sim['heartbeat_interval_ms']} ms, "
+            f"churn {sim['churn_per_minute']}/min/group, {sim['topics_per_group']} topics x {sim['partitions_per_topic']} "
+            f"partitions per group, {int(sim['cooperative_share'] * 100)} % cooperative): "
+            f"{tp['produced']['heartbeats']:,} heartbeats, {tp['produced']['membership']:,} membership events, "
+            f"{tp['produced']['event_time_span_s']} s of event time. Input topics: {tp['topic_partitions']} "
+            f"partitions each. `available_now`, `max_offsets_per_trigger` = {tp['max_offsets_per_trigger']:,}.",
+            "",
+            "Rate = input rows / (last batch end - first batch start), from the query's progress events "
+            "(JVM and query start-up excluded). The baseline reads the same topics with the same options, "
+            "parses with `parse_records` and appends every column to one Delta table (idempotent, like the "
+            "job); no watermark, no stateful operator. The job ran first, the baseline second on the "
+            "warmed JVM.",
+            "",
+            "| run | batches | rows | wall s | events/s | events/s without batch 0 | wall incl. query start s |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name in ("job", "baseline"):
+            r = tp[name]
+            lines.append(f"| {name} | {r['sustained']['batches']} | {_fmt(r['sustained'].get('rows'))} | "
+                         f"{_fmt(r['sustained'].get('wall_s'))} | **{_fmt(r['sustained'].get('events_per_s'))}** | "
+                         f"{_fmt(r['sustained_excluding_first_batch'].get('events_per_s'))} | "
+                         f"{_fmt(r['wall_including_query_start_s'])} |")
+        t = tp["targets"]
+        lines += [
+            "",
+            f"Job / baseline: **{_fmt(tp['ratio_job_to_baseline'])}** (without batch 0: "
+            f"{_fmt(tp['ratio_excluding_first_batch'])}). Targets: job >= 50,000 events/s: "
+            f"**{'met' if t['job_rate_met'] else 'missed'}**; job >= half the baseline: "
+            f"**{'met' if t['ratio_met'] else 'missed'}**. Load average: {tp['load_start']} -> {tp['load_end']}.",
+            "",
+            "Where the job's batch time goes (batches with input, summed; compute = the batch materialised "
+            "up to the processor's output, sink = the Delta writes of `write_batch`; the state store times "
+            "are inside compute):",
+            "",
+            "| part | total ms | share of trigger time |",
+            "|---|---:|---:|",
+        ]
+        b = tp["breakdown"]
+        for k, v in b["total_ms"].items():
+            lines.append(f"| {k} | {_fmt(v)} | {b['share_of_trigger'][k]:.1%} |")
+        lines += ["", "Per batch, job:", "",
+                  "| batch | rows | trigger ms | addBatch ms | compute ms | sink ms | planning ms | state rows | "
+                  "state update ms | state commit ms | output rows |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in tp["job"]["batches"]:
+            lines.append(f"| {r['batch']} | {_fmt(r['rows'])} | {_fmt(r['trigger_ms'])} | {_fmt(r['add_batch_ms'])} | "
+                         f"{_fmt(r.get('compute_ms'))} | {_fmt(r.get('sink_ms'))} | {_fmt(r['planning_ms'])} | "
+                         f"{_fmt(r.get('state_rows'))} | {_fmt(r.get('state_update_ms'))} | "
+                         f"{_fmt(r.get('state_commit_ms'))} | {_fmt(r.get('output_rows'))} |")
+        lines += ["", "Per batch, baseline:", "", "| batch | rows | trigger ms | addBatch ms | Delta write ms |",
+                  "|---:|---:|---:|---:|---:|"]
+        for r in tp["baseline"]["batches"]:
+            lines.append(f"| {r['batch']} | {_fmt(r['rows'])} | {_fmt(r['trigger_ms'])} | {_fmt(r['add_batch_ms'])} | "
+                         f"{_fmt(r.get('sink_ms'))} |")
+        prof = tp.get("profile")
+        if prof:
+            lines += [
+                "",
+                "### The processor's Python side, alone (cProfile, synthetic batch)",
+                "",
+                f"`GroupProcessor.handleInputRows` with a stand-in state handle, on {prof['shape']['groups_timed']} "
+                f"warmed groups of {prof['shape']['members_per_group']} members, "
+                f"{prof['shape']['heartbeats_per_group']} heartbeats each (a 250,000-heartbeat batch over 1,000 groups):",
+                "",
+                "| per group | ms |",
+                "|---|---:|",
+                f"| handleInputRows, whole | {prof['handle_input_rows_ms_per_group']} |",
+                f"| of which `advance` | {prof['of_which_advance_ms_per_group']} |",
+                f"| of which state decode + encode | {prof['of_which_state_codec_ms_per_group']} |",
+                f"| of which pandas concat/filter/split | {prof['of_which_pandas_split_ms_per_group']} |",
+                "",
+                f"Scaled to 1,000 groups: **{prof['estimated_python_s_per_250k_batch_1000_groups']} s** of Python per "
+                f"250,000-row batch (one worker; two run in parallel on 2 cores). State blob: "
+                f"{prof['state_blob_bytes_per_group']:,} bytes per group.",
+                "",
+                "```",
+                *prof["cprofile_top_by_tottime"],
+                "```",
+            ]
+    lat = s.get("latency")
+    if lat:
+        lines += [
+            "",
+            "## Latency: produce to Delta",
+            "",
+            "The job runs continuously while a live simulation produces heartbeats with event time = now; "
+            "every 2 s a new member joins a probe group (10 live members, range, 24 partitions) and we time "
+            "from the produce call to the Delta commit that holds the `balance_metrics` row with "
+            "`trigger_member` = that member (the Delta log is polled every 50 ms with pyarrow).",
+            "",
+            "| setting | trigger | coalesce ms | lateness ms | background events/s | samples | missing | p50 s | p90 s | "
+            "p99 s | max s | batch s p50 / max | load start -> end |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        ]
+        for name, r in lat.items():
+            j, q = r["job"], r["latency_s"]
+            lines.append(
+                f"| {name} | {j['trigger_interval']} | {j['coalesce_ms']} | {j['allowed_lateness_ms']} | "
+                f"{_fmt(r['produced_events_per_s'])} | {r['samples']} | {r['missing']} | {_fmt(q.get('p50'))} | "
+                f"{_fmt(q.get('p90'))} | **{_fmt(q.get('p99'))}** | {_fmt(q.get('max'))} | "
+                f"{_fmt(r['batch_duration_s'].get('p50'))} / {_fmt(r['batch_duration_s'].get('max'))} | "
+                f"{r['load_start']} -> {r['load_end']} |")
+        lines += ["", "Target p99 < 5 s: " + ", ".join(
+            f"{name} **{'met' if r['target_met'] else 'missed'}**" for name, r in lat.items()) + "."]
+    big = s.get("big_group")
+    if big:
+        r1 = big["round1"]
+        r2 = big.get("round2") or {"not_reached_within_s": "not run", "batches": []}
+        for r in (r1, r2):
+            for k in ("from_job_start_s", "from_first_batch_s", "assignor_ms", "generation", "partitions_assigned",
+                      "assignment_rows", "from_leave_produced_s", "members", "moved"):
+                r.setdefault(k, f"not reached within {r.get('not_reached_within_s')} s" if k in (
+                    "from_job_start_s", "from_leave_produced_s") else None)
+        lines += [
+            "",
+            "## One huge group",
+            "",
+            f"{big['members']:,} members, {big['topics']:,} topics x {big['partitions'] // big['topics']:,} partitions = "
+            f"{big['partitions']:,} partitions, {big['assignor']} ({big['protocol']}). One workload event and "
+            f"{big['members']:,} joins within 500 ms ({big['membership_bytes'] / 2**20:,.0f} MiB of membership JSON: "
+            "every join lists every topic), then five heartbeats per member. The job starts after "
+            f"everything is produced (trigger {big['job']['trigger_interval']}).",
+            "",
+            "| round | time s | assignor ms | generation | members | partitions | assignment rows | moved |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            f"| 1: first generation, from query start | {_fmt(r1['from_job_start_s'])} (from first batch "
+            f"{_fmt(r1['from_first_batch_s'])}) | {_fmt(r1['assignor_ms'])} | {r1['generation']} | {big['members']:,} | "
+            f"{_fmt(r1['partitions_assigned'])} | {_fmt(r1['assignment_rows'])} | - |",
+            f"| 2: one member leaves, from its produce | {_fmt(r2['from_leave_produced_s'])} | {_fmt(r2['assignor_ms'])} | "
+            f"{r2['generation']} | {_fmt(r2['members'])} | - | {_fmt(r2['assignment_rows'])} | {_fmt(r2['moved'])} |",
+            "",
+            f"Peak RSS during the scenario: driver JVM {big['rss']['peak_driver_jvm_rss_mib']:,} MiB, Python workers "
+            f"{big['rss']['peak_python_workers_rss_mib']:,} MiB (sum), together {big['rss']['peak_total_rss_mib']:,} MiB. "
+            f"Checkpoint state on disk: {big.get('checkpoint_state_mib', '-')} MiB. Load: {big['load_start']} -> {big['load_end']}.",
+            "",
+            "Batches, round 1 and round 2:",
+            "",
+            "| round | batch | rows | trigger ms | addBatch ms | state update ms | state commit ms | state MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for rnd, rr in (("1", r1), ("2", r2)):
+            for b in rr["batches"]:
+                lines.append(f"| {rnd} | {b['batch']} | {_fmt(b['rows'])} | {_fmt(b['trigger_ms'])} | "
+                             f"{_fmt(b['add_batch_ms'])} | {_fmt(b.get('state_update_ms'))} | "
+                             f"{_fmt(b.get('state_commit_ms'))} | {_fmt(b.get('state_memory_mib'))} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(results: dict) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    # Merge with earlier results so one scenario can be re-run without losing the others.
+    if RESULTS.exists() and results.get("merge"):
+        try:
+            old = json.loads(RESULTS.read_text())
+            results["scenarios"] = {**old.get("scenarios", {}), **results["scenarios"]}
+        except (OSError, json.JSONDecodeError):
+            pass
+    results.pop("merge", None)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    kept = ""
+    if MARKDOWN.exists():
+        text = MARKDOWN.read_text()
+        if FINDINGS_MARKER in text:
+            kept = text.split(FINDINGS_MARKER, 1)[1]
+    MARKDOWN.parent.mkdir(parents=True, exist_ok=True)
+    MARKDOWN.write_text(markdown(results) + "\n" + FINDINGS_MARKER + (kept or "\n"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", choices=("throughput", "latency", "big-group", "all"), default="all")
+    parser.add_argument("--quick", action="store_true", help="small workloads: checks the script works")
+    parser.add_argument("--no-write", action="store_true", help="print, do not write the result files")
+    args = parser.parse_args(argv)
+    wanted = ("throughput", "latency", "big-group") if args.scenario == "all" else (args.scenario,)
+
+    results: dict[str, Any] = {
+        "command": "bench/job.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "quick": args.quick, "machine": machine_info(), "scenarios": {}, "merge": args.scenario != "all",
+    }
+    work = Path(tempfile.mkdtemp(prefix="bench-job-"))
+    port = broker._free_port()
+    status = None
+    try:
+        print(f"starting the embedded broker on port {port} in {work} ...", flush=True)
+        status = broker.start(port, work / "kafka")
+        bootstrap = status.bootstrap_servers
+        from streaming.spark import build_spark_session
+
+        # Keep every progress event of a query (default 100), so no batch is missing from the rate.
+        spark = build_spark_session(extra={"spark.sql.streaming.numRecentProgressUpdates": "100000"})
+        exclude = {status.pid} if status.pid else set()
+        # A failing scenario is recorded with its error and the others still run and get written:
+        # a long run should not lose its finished numbers to one late crash.
+        def attempt(key: str, fn: Callable[[], dict]) -> None:
+            try:
+                results["scenarios"][key] = fn()
+            except Exception as exc:  # noqa: BLE001 - reported in the results, then re-raised at the end
+                import traceback
+
+                traceback.print_exc()
+                results["errors"] = {**results.get("errors", {}), key: f"{type(exc).__name__}: {exc}"[:2000]}
+
+        def throughput() -> dict:
+            tp = scenario_throughput(spark, bootstrap, work, args.quick)
+            print("[throughput] profiling the processor's Python side ...", flush=True)
+            tp["profile"] = profile_processor(groups=50 if args.quick else 200)
+            return tp
+
+        if "throughput" in wanted:
+            attempt("throughput", throughput)
+        if "latency" in wanted:
+            attempt("latency", lambda: scenario_latency(spark, bootstrap, work, args.quick))
+        if "big-group" in wanted:
+            print("[big-group] ...", flush=True)
+            attempt("big_group", lambda: scenario_big_group(spark, bootstrap, work, args.quick, exclude))
+            print(f"[big-group] {({k: v for k, v in results['scenarios']['big_group'].items() if k not in ('round1', 'round2')})}",
+                  flush=True)
+    finally:
+        if status is not None:
+            broker.stop(port, work / "kafka")
+    if args.no_write:
+        print(json.dumps(results, indent=2))
+    else:
+        write_reports(results)
+        print(f"wrote {RESULTS.relative_to(REPO)} and {MARKDOWN.relative_to(REPO)}", flush=True)
+    return 1 if results.get("errors") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
