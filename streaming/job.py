@@ -104,7 +104,7 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
     except StreamingQueryException:
         pass  # reported below, from query.exception()
     if query.isActive:
-        query.stop()
+        _stop_between_batches(query)
     error = query.exception()
     if error is not None:
         message = str(error).splitlines()[0]
@@ -115,6 +115,16 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
         log.error("the query failed: %s", message)
         return 1
     return 0
+
+
+def _stop_between_batches(query, timeout_s: float = 120.0) -> None:
+    """Stop once the batch in flight (if any) has committed, so a stop leaves nothing to redo."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    query.stop()
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
