@@ -371,6 +371,8 @@ class _Run:
             for tp, mid in transferring.items():
                 new_assignment.setdefault(mid, []).append(tp)
             transferring = {}
+        elif assignor not in COOPERATIVE_ASSIGNORS:
+            transferring = _withhold_moving_partitions(new_assignment, previous_owner, s.members)
 
         s.generation += 1
         generation = s.generation
@@ -428,6 +430,25 @@ class _Run:
         if transferring:
             s.pending = PendingRebalance(at, at + self.settings.cooperative_followup_ms,
                                          "cooperative_followup", None)
+
+
+def _withhold_moving_partitions(assignment: dict[str, list[TopicPartition]], previous_owner: Mapping,
+                                members: Mapping[str, Member]) -> dict[TopicPartition, str]:
+    """Revoke before assign, for assignors that do not compute it themselves (KIP-848's server-side
+    assignors): a partition a live member still holds is taken from it in this generation and
+    given to its new owner in the follow-up, as the coordinator's epochs do.
+    """
+    transferring: dict[TopicPartition, str] = {}
+    for member_id, tps in assignment.items():
+        kept = []
+        for tp in tps:
+            owner = previous_owner.get(tp)
+            if owner is not None and owner != member_id and owner in members:
+                transferring[tp] = member_id
+            else:
+                kept.append(tp)
+        assignment[member_id] = kept
+    return transferring
 
 
 def _event_order(e: Mapping) -> tuple:

@@ -146,3 +146,16 @@ def test_a_silent_group_is_moved_on_by_the_stream_watermark():
     assert [o.row["event"] for o in early if o.table == "member_events"] == []
     late, _ = advance(state, [], [], [], SETTINGS, watermark_ms=15_500, clock=lambda: 0.0)
     assert [(o.row["event"], o.row["event_time"]) for o in late if o.table == "member_events"] == [("expired", 15_500)]
+
+
+def test_server_side_uniform_group_revokes_before_it_assigns():
+    events = [workload(0, partitions=4), join(1_000, "a", "uniform", "cooperative")]
+    events += heartbeats(["a"], 1_500, 5_000)
+    events += [join(5_000, "b", "uniform", "cooperative")] + heartbeats(["a", "b"], 5_500, 12_000)
+    outputs, _ = run_batches([sorted(events, key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])])
+    gens = generations(outputs)
+    assert gens[1] == {"a": [0, 1, 2, 3]}
+    # Two partitions move from a to b: withheld in generation 2, given to b in the follow-up.
+    assert len(gens[2]["a"]) == 2 and gens[2]["b"] == []
+    assert len(gens[3]["b"]) == 2 and sorted(gens[3]["a"] + gens[3]["b"]) == [0, 1, 2, 3]
+    assert [m["unassigned"] for m in rows(outputs, "balance_metrics")] == [0, 2, 0]
