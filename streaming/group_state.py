@@ -536,8 +536,6 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
             run.apply_membership(e, late=False)
         else:
             run.expire(expiry[1], int(next_expiry))
-    for e in due[i:]:  # cannot happen (horizon covers them), kept so nothing is ever lost
-        s.buffered_events.append(e)
 
     for member in s.members.values():
         member.last_seen = run.last_seen_at(member, safe)
