@@ -13,6 +13,8 @@ from __future__ import annotations
 import uuid
 from typing import Hashable, Iterable, Sequence, TypeVar
 
+import numpy as np
+
 K = TypeVar("K", bound=Hashable)
 
 _MASK32 = 0xFFFFFFFF
@@ -31,16 +33,33 @@ def string_hash(s: str) -> int:
     return h
 
 
+#: Below this many strings the per-character Python loop beats NumPy's fixed costs.
+_VECTOR_MIN = 32
+
+
+def string_hashes(strings: Sequence[str]) -> list[int]:
+    """:func:`string_hash` of each string; computed with NumPy for many ASCII strings.
+
+    Java's hash is the polynomial ``sum(c[i] * 31**(L-1-i))`` wrapped to 32 bits. Left-padding
+    every string with NULs to the longest one adds only zero terms, so all strings become rows of
+    one character matrix and all hashes one matrix-vector product with the powers of 31 (taken
+    mod 2**32; the sums stay far inside 64 bits).
+    """
+    if len(strings) < _VECTOR_MIN or not all(s.isascii() for s in strings):
+        return [string_hash(s) for s in strings]
+    width = max(map(len, strings))
+    raw = "".join(s.rjust(width, "\0") for s in strings).encode("ascii")
+    chars = np.frombuffer(raw, dtype=np.uint8).reshape(len(strings), width).astype(np.uint64)
+    powers = np.array([pow(31, width - 1 - i, 1 << 32) for i in range(width)], dtype=np.uint64)
+    return ((chars @ powers) & np.uint64(_MASK32)).tolist()
+
+
 def uuid_hash(u: uuid.UUID) -> int:
     """Kafka ``Uuid.hashCode``: ``(int)(x >> 32) ^ (int)x`` with ``x = msb ^ lsb``, unsigned 32-bit."""
     msb = u.int >> 64
     lsb = u.int & 0xFFFFFFFFFFFFFFFF
     x = msb ^ lsb
     return ((x >> 32) ^ x) & _MASK32
-
-
-def _spread(h: int) -> int:
-    return (h ^ (h >> 16)) & _MASK32
 
 
 def table_capacity(n: int) -> int:
@@ -57,17 +76,12 @@ def hashmap_order(keys: Sequence[K], hash_of=None) -> list[K]:
     ``hash_of`` gives the Java ``hashCode`` of a key; by default keys are strings.
     Duplicate keys keep their first position, as a second ``put`` does not move a key.
     """
-    if hash_of is None:
-        hash_of = string_hash
-    seen: set = set()
-    unique: list[K] = []
-    for k in keys:
-        if k not in seen:
-            seen.add(k)
-            unique.append(k)
+    unique = list(dict.fromkeys(keys))
+    hashes = string_hashes(unique) if hash_of is None else list(map(hash_of, unique))
     mask = table_capacity(len(unique)) - 1
+    buckets = [(h ^ (h >> 16)) & mask for h in hashes]  # HashMap.hash() spreads the high bits
     # sorted() is stable, so keys that share a bucket keep their insertion order.
-    return sorted(unique, key=lambda k: _spread(hash_of(k)) & mask)
+    return [unique[i] for i in sorted(range(len(unique)), key=buckets.__getitem__)]
 
 
 def hashmap_order_of(items: Iterable[K], hash_of=None) -> list[K]:

@@ -25,7 +25,6 @@ iteration order of Kafka's ``partitionsPerTopic`` ``HashMap`` (reproduced with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import repeat
 
 import numpy as np
 
@@ -34,10 +33,13 @@ from ._common import (
     member_info_order,
     partitions_per_topic,
     paused_gc,
+    split_by_owner,
     subscribers_per_topic,
+    subscription_classes,
+    topic_partitions,
 )
 from .errors import InvalidGroupSpecError
-from .java_order import hashmap_order, string_hash, table_capacity
+from .java_order import hashmap_order, string_hashes, table_capacity
 from .model import GroupAssignment, GroupSpec, TopicPartition
 
 __all__ = ["assign_range"]
@@ -52,8 +54,9 @@ def assign_range(spec: GroupSpec) -> GroupAssignment:
 
 def _assign(spec: GroupSpec) -> GroupAssignment:
     members = spec.members
-    counts = partitions_per_topic(spec)
-    subscriber_arrays = subscribers_per_topic(spec, member_info_order(spec))
+    classes = subscription_classes(members)
+    counts = partitions_per_topic(spec, classes[0])
+    subscriber_arrays = subscribers_per_topic(spec, member_info_order(spec), classes)
     # Topics with the same subscribers share one array; convert each distinct one once.
     as_lists: dict[int, list[int]] = {}
     topics: list[tuple[str, int, np.ndarray, list[int]]] = []
@@ -64,28 +67,36 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
             subs = as_lists[id(array)] = array.tolist()
         topics.append((topic, counts[topic], array, subs))
 
-    per_member: list[list[TopicPartition]] = [[] for _ in members]
     states = _rack_states(spec, topics) if any(m.rack for m in members) else []
     if any(state.needs_rack_aware for state in states):
+        per_member: list[list[TopicPartition]] = [[] for _ in members]
         _assign_with_racks(states, per_member)
     else:
-        _assign_plain_ranges(topics, per_member)
-    return GroupAssignment({m.member_id: per_member[i] for i, m in enumerate(members)})
+        per_member = _plain_ranges(topics, len(members))
+    return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))
 
 
-def _assign_plain_ranges(
-    topics: list[tuple[str, int, np.ndarray, list[int]]], per_member: list[list[TopicPartition]]
-) -> None:
+def _plain_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int) -> list[list[TopicPartition]]:
     # Without rack logic each subscriber's share is a contiguous block whose bounds are plain
-    # arithmetic, so only the partitions themselves are materialised.
-    for topic, partitions, _, subs in topics:
-        floor, extras = divmod(partitions, len(subs))
-        tps = _topic_partitions(topic, partitions)
-        start = 0
-        for k in range(min(len(subs), partitions)):
-            end = start + floor + (1 if k < extras else 0)
-            per_member[subs[k]].extend(tps[start:end])
-            start = end
+    # arithmetic. Laid out topic by topic (in Kafka's order), partitions ascending, the owners
+    # of a topic follow one pattern that all topics with the same subscribers and partition count
+    # share; a stable split by owner then lists every member's partitions in Kafka's order.
+    patterns: dict[tuple[int, int], np.ndarray] = {}
+    owners: list[np.ndarray] = []
+    partitions_in_order: list[TopicPartition] = []
+    for topic, partitions, array, _ in topics:
+        pattern = patterns.get((id(array), partitions))
+        if pattern is None:
+            floor, extras = divmod(partitions, len(array))
+            receivers = min(len(array), partitions)
+            sizes = np.full(receivers, floor, dtype=np.int64)
+            sizes[:extras] += 1
+            pattern = patterns[(id(array), partitions)] = np.repeat(array[:receivers], sizes)
+        owners.append(pattern)
+        partitions_in_order += topic_partitions(topic, range(partitions))
+    if not owners:
+        return [[] for _ in range(n_members)]
+    return split_by_owner(n_members, np.concatenate(owners), partitions_in_order)
 
 
 def _rack_states(spec: GroupSpec, topics: list[tuple[str, int, np.ndarray, list[int]]]) -> list[_TopicState]:
@@ -120,7 +131,7 @@ def _assign_with_racks(states: list[_TopicState], per_member: list[list[TopicPar
         state.take_ranges(rack_aware=False)
 
     for state in states:
-        tps = _topic_partitions(state.topic, state.partitions)
+        tps = topic_partitions(state.topic, range(state.partitions))
         for p, pos in enumerate(state.owner):
             per_member[state.subscribers[pos]].append(tps[p])
     for partitions in per_member:
@@ -313,11 +324,13 @@ def _java_topic_order(spec: GroupSpec, counts: dict[str, int], union: list[str])
 
     Insertion order only breaks ties between topics sharing a bucket, so the costlier orders (the
     set's, then the member map's, a string hash per member) are computed only when a tie needs them.
+    Each topic name is hashed once.
     """
+    hash_of = dict(zip(union, string_hashes(union))).__getitem__
     present = list(counts)
-    if _distinct_buckets(present):
-        return hashmap_order(present)
-    if _distinct_buckets(union):
+    if _distinct_buckets(present, hash_of):
+        return hashmap_order(present, hash_of)
+    if _distinct_buckets(union, hash_of):
         insertion = union
     else:
         by_id = {m.member_id: m for m in spec.members}
@@ -330,17 +343,12 @@ def _java_topic_order(spec: GroupSpec, counts: dict[str, int], union: list[str])
                     insertion.append(topic)
             if not remaining:
                 break
-    return hashmap_order([t for t in hashmap_order(insertion) if t in counts])
+    return hashmap_order([t for t in hashmap_order(insertion, hash_of) if t in counts], hash_of)
 
 
-def _distinct_buckets(keys: list[str]) -> bool:
+def _distinct_buckets(keys: list[str], hash_of) -> bool:
     mask = table_capacity(len(keys)) - 1
-    buckets = set()
-    for key in keys:
-        h = string_hash(key)
-        buckets.add((h ^ (h >> 16)) & mask)
-    return len(buckets) == len(keys)
+    return len({(h ^ (h >> 16)) & mask for h in map(hash_of, keys)}) == len(keys)
 
 
-def _topic_partitions(topic: str, partitions: int) -> list[TopicPartition]:
-    return list(map(TopicPartition, repeat(topic, partitions), range(partitions)))
+

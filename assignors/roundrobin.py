@@ -17,14 +17,18 @@ Kafka's tests assert list order, so each member's list is in dealing order.
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import repeat
+
+import numpy as np
 
 from ._common import (
     check_unique_member_ids,
     member_info_order,
     partitions_per_topic,
     paused_gc,
+    split_by_owner,
     subscribers_per_topic,
+    subscription_classes,
+    topic_partitions,
 )
 from .model import GroupAssignment, GroupSpec, TopicPartition
 
@@ -40,32 +44,54 @@ def assign_roundrobin(spec: GroupSpec) -> GroupAssignment:
 
 def _assign(spec: GroupSpec) -> GroupAssignment:
     members = spec.members
-    per_member: list[list[TopicPartition]] = [[] for _ in members]
-    counts = partitions_per_topic(spec)
+    classes = subscription_classes(members)
+    counts = partitions_per_topic(spec, classes[0])
     order = member_info_order(spec)
     position_of = [0] * len(members)
     for position, index in enumerate(order):
         position_of[index] = position
-    subscriber_arrays = subscribers_per_topic(spec, order)
+    subscriber_arrays = subscribers_per_topic(spec, order, classes)
 
     # Within one topic the skipping deals partitions round the topic's subscribers only, starting
-    # with the first subscriber at or after the circle position; so each subscriber's share of the
-    # topic is one strided slice, and only the starting point needs a search.
-    positions_cache: dict[int, list[int]] = {}
+    # with the first subscriber at or after the circle position: partition p of the topic goes to
+    # subscriber (first + p) mod n. Only the starting points need a walk over the topics; the
+    # owners of all partitions then follow in a few array operations.
+    names = sorted(counts)
+    arrays: dict[int, tuple[int, list[int]]] = {}  # id(subscriber array) -> (offset in `pooled`, positions)
+    pooled: list[np.ndarray] = []
+    base, size, first_of, partitions_of = [], [], [], []
+    pooled_length = 0
     cursor = 0
-    for topic in sorted(counts):
-        partitions = counts[topic]
+    for topic in names:
         array = subscriber_arrays[topic]
-        positions = positions_cache.get(id(array))
-        if positions is None:
-            positions = positions_cache[id(array)] = [position_of[i] for i in array.tolist()]
-        n = len(positions)
+        known = arrays.get(id(array))
+        if known is None:
+            known = arrays[id(array)] = (pooled_length, [position_of[i] for i in array.tolist()])
+            pooled.append(array)
+            pooled_length += len(array)
+        offset, positions = known
+        n, partitions = len(positions), counts[topic]
         first = bisect_left(positions, cursor)
         if first == n:
             first = 0
-        tps = list(map(TopicPartition, repeat(topic, partitions), range(partitions)))
-        for k in range(min(n, partitions)):
-            per_member[order[positions[(first + k) % n]]].extend(tps[k::n])
-        last = positions[(first + partitions - 1) % n]
-        cursor = (last + 1) % len(members)
-    return GroupAssignment({m.member_id: per_member[i] for i, m in enumerate(members)})
+        base.append(offset)
+        size.append(n)
+        first_of.append(first)
+        partitions_of.append(partitions)
+        cursor = (positions[(first + partitions - 1) % n] + 1) % len(members)
+
+    partitions_in_order: list[TopicPartition] = []
+    for topic in names:
+        partitions_in_order += topic_partitions(topic, range(counts[topic]))
+    per_topic = np.array(partitions_of, dtype=np.int64)
+    total = int(per_topic.sum())
+    owners = np.zeros(0, dtype=np.int64)
+    if total:
+        starts = np.cumsum(per_topic) - per_topic
+        partition = np.arange(total, dtype=np.int64) - np.repeat(starts, per_topic)
+        step = (np.repeat(np.array(first_of, dtype=np.int64), per_topic) + partition) % np.repeat(
+            np.array(size, dtype=np.int64), per_topic
+        )
+        owners = np.concatenate(pooled)[np.repeat(np.array(base, dtype=np.int64), per_topic) + step]
+    per_member = split_by_owner(len(members), owners, partitions_in_order)
+    return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._common import split_by_owner
 from ..model import GroupAssignment, GroupSpec, TopicPartition
 from ._constrained import build_constrained
 from ._draft import Draft
@@ -97,26 +98,19 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
 
 def _answer(spec: GroupSpec, layout, claims, draft: Draft, cooperative: bool) -> GroupAssignment:
     objs = partition_objects(layout, claims)
+    ids = [m.member_id for m in spec.members]
     transferring: dict[TopicPartition, str] = {}
-    fresh = draft.fresh
+    fresh_m, fresh_g = draft.fresh_m, draft.fresh_g
     if cooperative and len(draft.transfer_g):
         withheld = np.zeros(layout.total, dtype=bool)
         withheld[draft.transfer_g] = True
-        fresh = [f[~withheld[f]] if len(f) else f for f in fresh]
-        ids = [m.member_id for m in spec.members]
+        given = ~withheld[fresh_g]
+        fresh_m, fresh_g = fresh_m[given], fresh_g[given]
         transferring = {
             objs[g]: ids[m] for g, m in zip(draft.transfer_g.tolist(), draft.transfer_to.tolist())
         }
-    assignment: dict[str, list[TopicPartition]] = {}
-    for pos, member in enumerate(spec.members):
-        kept, new = draft.kept[pos], fresh[pos]
-        if len(kept) and len(new):
-            listed = objs[np.concatenate([kept, new])].tolist()
-        elif len(kept):
-            listed = objs[kept].tolist()
-        elif len(new):
-            listed = objs[new].tolist()
-        else:
-            listed = []
-        assignment[member.member_id] = listed
-    return GroupAssignment(assignment=assignment, transferring=transferring)
+    # Kept partitions come before fresh ones in each list; split_by_owner keeps that order.
+    listed = split_by_owner(
+        len(ids), np.concatenate([draft.kept_m, fresh_m]), objs[np.concatenate([draft.kept_g, fresh_g])]
+    )
+    return GroupAssignment(assignment=dict(zip(ids, listed)), transferring=transferring)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import AssignmentError
 from ..model import MemberSpec
-from ._draft import Draft, group_by_member, rank_within_runs
+from ._draft import Draft, rank_within_runs
 from ._layout import Claims, Layout
 from ._racks import RackInfo
 
@@ -136,8 +136,10 @@ def build_constrained(
     prev = revoked_from[new_g]
     moving = ((prev >= 0) & (prev != new_m)) | claims.doubly[new_g]
     return Draft(
-        kept=group_by_member(n_all, kept_m, kept_g),
-        fresh=group_by_member(n_all, new_m, new_g),
+        kept_m=kept_m,
+        kept_g=kept_g,
+        fresh_m=new_m,
+        fresh_g=new_g,
         transfer_g=new_g[moving],
         transfer_to=new_m[moving],
     )

@@ -9,28 +9,29 @@ import numpy as np
 
 @dataclass(slots=True)
 class Draft:
-    """Per member (spec position): partitions kept from its owned ones, then newly given ones.
+    """The answer as flat (member, global index) pairs: partitions kept from a member's owned ones
+    (``kept_m``, ``kept_g``) and partitions newly given (``fresh_m``, ``fresh_g``).
 
-    ``kept`` and ``fresh`` hold global indices in the order they are listed in the answer.
+    A member's list in the answer is its kept pairs, then its fresh ones, each in array order.
+    Flat arrays rather than one array per member: the facade builds every member's list with one
+    stable sort, where per-member arrays cost a few microseconds of NumPy overhead each.
     ``transfer_g``/``transfer_to``: partitions that change owner while a live member still owns
     them, with the member that will get them (the cooperative assignor withholds these this round).
     """
 
-    kept: list[np.ndarray]
-    fresh: list[np.ndarray]
+    kept_m: np.ndarray
+    kept_g: np.ndarray
+    fresh_m: np.ndarray
+    fresh_g: np.ndarray
     transfer_g: np.ndarray
     transfer_to: np.ndarray
 
-
-def group_by_member(n_members: int, member: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
-    """Split ``g`` by ``member`` keeping the order of ``g`` inside each member."""
-    empty = np.zeros(0, dtype=np.int64)
-    if len(g) == 0:
-        return [empty] * n_members
-    order = np.argsort(member, kind="stable")
-    sizes = np.bincount(member, minlength=n_members)
-    parts = np.split(g[order], np.cumsum(sizes)[:-1])
-    return parts
+    def owner(self, total: int) -> np.ndarray:
+        """Global index -> member (-1: unassigned)."""
+        owner = np.full(total, -1, dtype=np.int64)
+        owner[self.kept_g] = self.kept_m
+        owner[self.fresh_g] = self.fresh_m
+        return owner
 
 
 def rank_within_runs(keys: np.ndarray) -> np.ndarray:

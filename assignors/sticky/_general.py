@@ -60,9 +60,10 @@ from typing import Sequence
 
 import numpy as np
 
+from .._common import distinct_subscriptions
 from ..model import MemberSpec
-from ._draft import Draft, group_by_member, rank_within_runs
-from ._layout import Claims, Layout, distinct_subscriptions
+from ._draft import Draft, rank_within_runs
+from ._layout import Claims, Layout
 from ._kafka_general import balance_score, claim_moves, kafka_general
 from ._racks import RackInfo
 
@@ -85,21 +86,13 @@ def build_general(
     if len(members) * layout.total > KAFKA_PORT_LIMIT:
         return ours
     n = len(members)
-    ours_owner = _owner_of(layout.total, ours)
+    ours_owner = ours.owner(layout.total)
     kafka_owner = kafka_general(members, layout, claims, racks, visit)
     ours_key = (balance_score(np.bincount(ours_owner, minlength=n)), claim_moves(claims, ours_owner))
     kafka_key = (balance_score(np.bincount(kafka_owner, minlength=n)), claim_moves(claims, kafka_owner))
     if ours_key[0] <= kafka_key[0] and ours_key[1] <= kafka_key[1]:
         return ours
     return draft_from_owner(n, layout, claims, kafka_owner)
-
-
-def _owner_of(total: int, draft: Draft) -> np.ndarray:
-    owner = np.full(total, -1, dtype=np.int64)
-    for m, (kept, fresh) in enumerate(zip(draft.kept, draft.fresh)):
-        owner[kept] = m
-        owner[fresh] = m
-    return owner
 
 
 def draft_from_owner(n: int, layout: Layout, claims: Claims, owner: np.ndarray) -> Draft:
@@ -115,8 +108,10 @@ def draft_from_owner(n: int, layout: Layout, claims: Claims, owner: np.ndarray) 
     new_m = owner[new_g]
     transfer = transfers(layout.total, claims, new_g, new_m)
     return Draft(
-        kept=group_by_member(n, claims.member[kept_claims], claims.g[kept_claims]),
-        fresh=group_by_member(n, new_m, new_g),
+        kept_m=claims.member[kept_claims],
+        kept_g=claims.g[kept_claims],
+        fresh_m=new_m,
+        fresh_g=new_g,
         transfer_g=new_g[transfer],
         transfer_to=new_m[transfer],
     )
@@ -482,8 +477,10 @@ class _GeneralBuilder:
         new_m = np.concatenate(out_m) if out_m else np.zeros(0, dtype=np.int64)
         transfer = transfers(layout.total, claims, new_g, new_m)
         return Draft(
-            kept=group_by_member(n, claims.member[kept_claims], claims.g[kept_claims]),
-            fresh=group_by_member(n, new_m, new_g),
+            kept_m=claims.member[kept_claims],
+            kept_g=claims.g[kept_claims],
+            fresh_m=new_m,
+            fresh_g=new_g,
             transfer_g=new_g[transfer],
             transfer_to=new_m[transfer],
         )

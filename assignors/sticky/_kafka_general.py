@@ -41,9 +41,10 @@ from typing import Sequence
 
 import numpy as np
 
+from .._common import distinct_subscriptions
 from ..java_order import string_hash
 from ..model import MemberSpec
-from ._layout import Claims, Layout, distinct_subscriptions
+from ._layout import Claims, Layout
 from ._racks import RackInfo
 
 _MASK32 = 0xFFFFFFFF

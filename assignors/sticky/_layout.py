@@ -17,9 +17,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from .._common import distinct_subscriptions, topic_partitions
 from ..errors import InvalidGroupSpecError
-from ..java_order import table_capacity
-from ..model import GroupSpec, MemberSpec, TopicPartition
+from ..java_order import string_hashes, table_capacity
+from ..model import GroupSpec, MemberSpec
 
 
 @contextmanager
@@ -76,20 +77,6 @@ def build_layout(spec: GroupSpec) -> Layout:
         offsets=offsets,
         total=int(offsets[-1]),
     )
-
-
-def distinct_subscriptions(members: Sequence[MemberSpec]) -> dict[tuple[str, ...], int]:
-    """Each distinct subscription list, numbered in first-seen order.
-
-    Large groups mostly share a handful of subscriptions, so everything that looks at topics
-    works per distinct list instead of per member (10,000 members x 1,000 topics would otherwise
-    be ten million Python steps).
-    """
-    seen: dict[tuple[str, ...], int] = {}
-    for member in members:
-        if member.topics not in seen:
-            seen[member.topics] = len(seen)
-    return seen
 
 
 @dataclass(slots=True)
@@ -150,15 +137,10 @@ def partition_objects(layout: Layout, claims: Claims) -> np.ndarray:
         lo, hi = offsets[t], offsets[t + 1]
         missing = np.flatnonzero(~have[lo:hi])
         if len(missing) == hi - lo:
-            # tuple.__new__ over zip stays in C; TopicPartition(...) runs a Python-level __new__.
-            objs[lo:hi] = np.fromiter(
-                map(tuple.__new__, repeat(TopicPartition), zip(repeat(name), range(hi - lo))),
-                dtype=object,
-                count=hi - lo,
-            )
+            objs[lo:hi] = np.fromiter(topic_partitions(name, range(hi - lo)), dtype=object, count=hi - lo)
         elif len(missing):
             objs[lo + missing] = np.fromiter(
-                (TopicPartition(name, p) for p in missing.tolist()), dtype=object, count=len(missing)
+                topic_partitions(name, missing.tolist()), dtype=object, count=len(missing)
             )
     return objs
 
@@ -177,24 +159,14 @@ def check_members(spec: GroupSpec) -> None:
 def hashmap_visit_order(member_ids: Sequence[str]) -> np.ndarray:
     """Positions of ``member_ids`` in the iteration order of a fresh Java ``HashMap`` filled in order.
 
-    Same answer as :func:`assignors.java_order.hashmap_order` (tests check it), computed with NumPy
-    for ASCII ids so that 10,000-member groups do not pay a per-character Python loop.
+    Same answer as :func:`assignors.java_order.hashmap_order` (tests check it) for distinct ids,
+    as positions, with the bucket sort done by NumPy.
     """
     n = len(member_ids)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    if not all(m.isascii() for m in member_ids):
-        from ..java_order import hashmap_order
-
-        pos = {m: i for i, m in enumerate(member_ids)}
-        return np.array([pos[m] for m in hashmap_order(list(member_ids))], dtype=np.int64)
-    width = max(len(m) for m in member_ids)
-    # Left-padding with NULs leaves Horner's rule unchanged (31*0 + 0 == 0), so all ids share one loop.
-    raw = "".join(m.rjust(width, "\0") for m in member_ids).encode("ascii")
-    chars = np.frombuffer(raw, dtype=np.uint8).reshape(n, width).astype(np.uint32)
-    h = np.zeros(n, dtype=np.uint32)
-    for col in range(width):
-        h = h * np.uint32(31) + chars[:, col]  # uint32 arithmetic wraps like Java's int
+    h = np.array(string_hashes(member_ids), dtype=np.uint32)
     spread = h ^ (h >> np.uint32(16))
     bucket = spread & np.uint32(table_capacity(n) - 1)
+    # A stable sort keeps insertion order inside a bucket, as Java's bucket lists do.
     return np.argsort(bucket, kind="stable").astype(np.int64)
