@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "streaming.commands.demo",
     "streaming.commands.assign",
     "streaming.commands.simulate",
+    "streaming.commands.collect",
+    "streaming.commands.query",
 )
 
 
