@@ -1,0 +1,168 @@
+"""The collector against a real broker: real consumer groups (classic ``range`` and KIP-848) are
+observed through AdminClient, and what lands in the monitor's topics is their real membership."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from streaming.collector import HEARTBEAT, LEAVE_REASON, MEMBERSHIP, CollectorSettings
+from streaming.commands.collect import CollectOptions, CollectorRunner, admin_client, read_snapshot
+from streaming.kafka_io import ensure_topics
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def _options(bootstrap: str, group: str, suffix: str, source: str | None = None, timeout_s: float = 10.0):
+    return CollectOptions(
+        source={"bootstrap.servers": source or bootstrap}, monitor_bootstrap_servers=bootstrap,
+        monitor_options={}, membership_topic=f"col-membership-{suffix}", heartbeat_topic=f"col-heartbeats-{suffix}",
+        group_pattern=re.compile(re.escape(group)), interval_s=5.0, timeout_s=timeout_s)
+
+
+def _consumer(bootstrap: str, group: str, topic: str, **extra) -> Consumer:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "log_level": 3, **extra})
+    c.subscribe([topic])
+    return c
+
+
+def _poll_until(consumers, done, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(0.2)
+        if done():
+            return
+    raise AssertionError("the group did not settle in time")
+
+
+def _owned(value) -> set[tuple[str, int]]:
+    return {(p["topic"], p["partition"]) for p in value.get("owned_partitions") or ()}
+
+
+def _assignment(c: Consumer) -> set[tuple[str, int]]:
+    return {(tp.topic, tp.partition) for tp in c.assignment()}
+
+
+def _read(bootstrap: str, topic: str, expected: int, timeout_s: float = 30.0) -> list:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}", "enable.auto.commit": False,
+                  "log_level": 3})
+    try:
+        partitions = c.list_topics(topic, timeout=10).topics[topic].partitions
+        c.assign([TopicPartition(topic, p, 0) for p in partitions])
+        out, deadline = [], time.monotonic() + timeout_s
+        while len(out) < expected and time.monotonic() < deadline:
+            out += [m for m in c.consume(100, timeout=0.5) if m.error() is None]
+        return out
+    finally:
+        c.close()
+
+
+def test_a_range_group_is_observed_joining_and_losing_a_member(kafka_broker, unique_name):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = f"col-orders-{unique_name}", f"col-range-{unique_name}"
+    ensure_topics(bootstrap, [topic], partitions=6)
+    options = _options(bootstrap, group, unique_name)
+    ensure_topics(bootstrap, [options.membership_topic, options.heartbeat_topic])
+    consumers = [_consumer(bootstrap, group, topic, **{"partition.assignment.strategy": "range",
+                                                        "client.id": f"c{i}-{unique_name}"}) for i in range(2)]
+    try:
+        _poll_until(consumers, lambda: all(len(_assignment(c)) == 3 for c in consumers))
+        runner = CollectorRunner(options, CollectorSettings.for_interval(5.0))
+        first = runner.step()
+        assert first.ok, first.error
+
+        joins = {e.value["member_id"]: e.value for e in first.events
+                 if e.kind == MEMBERSHIP and e.value["type"] == "join"}
+        assert set(joins) == {c.memberid() for c in consumers}
+        for c in consumers:
+            join = joins[c.memberid()]
+            assert _owned(join) == _assignment(c)  # the real assignment, as the coordinator has it
+            assert (join["assignor"], join["protocol"], join["group_type"]) == ("range", "eager", "consumer")
+            assert join["group_protocol"] == "classic" and join["topics"] == [topic]
+            assert join["client_id"].startswith(("c0-", "c1-"))
+        [workload] = [e.value for e in first.events if e.kind == MEMBERSHIP and e.value["type"] == "workload"]
+        assert workload["workload"]["topics"] == [{"name": topic, "partitions": 6, "racks": None}]
+        assert sorted(e.value["member_id"] for e in first.events if e.kind == HEARTBEAT) == \
+            sorted(c.memberid() for c in consumers)
+
+        # What the job will read: the same events, keyed by the group id.
+        produced = _read(bootstrap, options.membership_topic, expected=3)
+        assert sorted(json.loads(m.value())["event_id"] for m in produced) == \
+            sorted(e.value["event_id"] for e in first.events if e.kind == MEMBERSHIP)
+        assert {m.key().decode() for m in produced} == {group}
+
+        gone, survivor = consumers
+        gone_id = gone.memberid()
+        gone.close()
+        consumers = [survivor]
+        admin = admin_client(options.source)
+
+        def settled() -> bool:
+            if len(_assignment(survivor)) != 6:
+                return False
+            g = read_snapshot(admin, 0, options.group_pattern, 10).groups.get(group)
+            return g is not None and g.state == "STABLE" and len(g.members) == 1 and len(g.members[0].assignment) == 6
+
+        _poll_until(consumers, settled)
+        second = runner.step()
+        assert second.ok, second.error
+        membership = [e.value for e in second.events if e.kind == MEMBERSHIP]
+        assert [(v["type"], v["member_id"]) for v in membership] == [("leave", gone_id), ("update", survivor.memberid())]
+        assert membership[0]["reason"] == LEAVE_REASON
+        assert _owned(membership[1]) == {(topic, p) for p in range(6)} == _assignment(survivor)
+        assert [e.value["member_id"] for e in second.events if e.kind == HEARTBEAT] == [survivor.memberid()]
+        assert all(e.value["event_time"] == second.time_ms > first.time_ms for e in second.events)
+    finally:
+        for c in consumers:
+            c.close()
+
+
+def test_a_kip848_group_is_observed_with_its_type_and_the_cli_runs_once(kafka_broker, unique_name):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = f"col-kip848-{unique_name}", f"col-consumer-{unique_name}"
+    ensure_topics(bootstrap, [topic], partitions=6)
+    options = _options(bootstrap, group, unique_name)
+    consumer = _consumer(bootstrap, group, topic, **{"group.protocol": "consumer"})
+    try:
+        _poll_until([consumer], lambda: len(_assignment(consumer)) == 6)
+        script = Path(sys.executable).with_name("rebalance-monitor")
+        cli = [str(script)] if script.exists() else [sys.executable, "-m", "streaming.cli"]
+        out = subprocess.run([*cli, "collect", "--bootstrap-servers", bootstrap, "--groups", re.escape(group),
+                              "--membership-topic", options.membership_topic,
+                              "--heartbeat-topic", options.heartbeat_topic, "--once"],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "workload 1, join 1, heartbeat 1" in out.stdout
+
+        [join] = [json.loads(m.value()) for m in _read(bootstrap, options.membership_topic, expected=2)
+                  if json.loads(m.value())["type"] == "join"]
+        assert join["member_id"] == consumer.memberid()
+        assert (join["group_protocol"], join["protocol"], join["group_type"]) == ("consumer", "cooperative", "consumer")
+        assert join["assignor"] in ("uniform", "server-range")  # the broker's default is uniform
+        assert _owned(join) == _assignment(consumer)
+        assert {(p["topic"], p["partition"]) for p in join["target_partitions"]} == _assignment(consumer)
+        [heartbeat] = [json.loads(m.value()) for m in _read(bootstrap, options.heartbeat_topic, expected=1)]
+        assert heartbeat["member_id"] == consumer.memberid() and heartbeat["event_time"] == join["event_time"]
+    finally:
+        consumer.close()
+
+
+def test_an_unreachable_cluster_is_a_failed_poll_that_produces_nothing(kafka_broker, unique_name):
+    options = _options(kafka_broker.bootstrap_servers, "anything", unique_name,
+                       source=f"127.0.0.1:{free_port()}", timeout_s=2.0)
+    ensure_topics(kafka_broker.bootstrap_servers, [options.membership_topic, options.heartbeat_topic])
+    runner = CollectorRunner(options)
+    result = runner.step()
+    assert not result.ok and result.events == [] and "ListGroups" in result.error
+    assert runner.collector.failed_polls == 1
+    assert _read(kafka_broker.bootstrap_servers, options.membership_topic, expected=1, timeout_s=3) == []
