@@ -326,3 +326,62 @@ def test_diff_is_pure_and_leaves_the_previous_views_untouched():
     frozen = dict(views)
     diff(views, snapshot(T0 + 1, orders()))
     assert views == frozen
+
+
+# -- read_snapshot's verdicts on partial answers (a fake AdminClient; the real one is in integration) --
+
+class _Future:
+    def __init__(self, value=None, error=None):
+        self.value, self.error = value, error
+
+    def result(self, timeout=None):
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class _FakeAdmin:
+    def __init__(self, listed, described, listing_errors=()):
+        self.listed, self.described, self.listing_errors = listed, described, list(listing_errors)
+
+    def list_consumer_groups(self, request_timeout=None):
+        valid = [SimpleNamespace(group_id=g, state=SimpleNamespace(name="STABLE")) for g in self.listed]
+        return _Future(SimpleNamespace(valid=valid, errors=self.listing_errors))
+
+    def describe_consumer_groups(self, group_ids, request_timeout=None):
+        return {g: self.described[g] for g in group_ids}
+
+    def describe_topics(self, topics, request_timeout=None):
+        return {n: _Future(SimpleNamespace(name=n, partitions=[SimpleNamespace(id=0, replicas=[])]))
+                for n in topics.topic_names}
+
+
+def _description(group_id):
+    tp = SimpleNamespace(topic="orders", partition=0)
+    return SimpleNamespace(group_id=group_id, state=SimpleNamespace(name="STABLE"),
+                           type=SimpleNamespace(name="CLASSIC"), partition_assignor="range",
+                           members=[SimpleNamespace(member_id="m", client_id="c", host="/h", group_instance_id=None,
+                                                    assignment=SimpleNamespace(topic_partitions=[tp]))])
+
+
+def _kafka_error(code):
+    from confluent_kafka import KafkaError, KafkaException
+    return KafkaException(KafkaError(code))
+
+
+def test_read_snapshot_voids_the_poll_for_cluster_errors_and_sets_aside_group_errors():
+    from confluent_kafka import KafkaError
+
+    from streaming.commands.collect import PollFailed, read_snapshot
+
+    ok = _Future(_description("ok"))
+    with pytest.raises(PollFailed, match="ListGroups incomplete"):
+        read_snapshot(_FakeAdmin(["ok"], {"ok": ok}, listing_errors=["broker 2 timed out"]), T0, None, 1)
+    with pytest.raises(PollFailed, match="DescribeGroups of 'slow'"):
+        read_snapshot(_FakeAdmin(["ok", "slow"], {"ok": ok, "slow": _Future(error=_kafka_error(
+            KafkaError._TIMED_OUT))}), T0, None, 1)
+    s = read_snapshot(_FakeAdmin(["ok", "secret", "deleted", "other"], {
+        "ok": ok, "secret": _Future(error=_kafka_error(KafkaError.GROUP_AUTHORIZATION_FAILED)),
+        "deleted": _Future(error=_kafka_error(KafkaError.GROUP_ID_NOT_FOUND)), "other": ok}),
+        T0, __import__("re").compile("ok|secret|deleted"), 1)
+    assert set(s.groups) == {"ok"} and s.unobserved == {"secret"} and s.topics["orders"].partitions == 1

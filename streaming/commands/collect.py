@@ -158,6 +158,16 @@ class PollFailed(Exception):
     """This poll saw nothing trustworthy; the message says why (never a credential)."""
 
 
+def _transient_codes() -> frozenset:
+    """Errors that say the cluster (not one group) is out of reach: the whole poll is void."""
+    from confluent_kafka import KafkaError
+
+    return frozenset(getattr(KafkaError, name) for name in (
+        "_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_DESTROY", "_RESOLVE", "_WAIT_COORD",
+        "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+        "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION") if hasattr(KafkaError, name))
+
+
 def _code(exc: BaseException):
     err = exc.args[0] if exc.args else None
     return err.code() if hasattr(err, "code") else None
@@ -221,11 +231,14 @@ def read_snapshot(admin, time_ms: int, pattern: re.Pattern | None, timeout_s: fl
                 code = _code(exc)
                 if code == KafkaError.GROUP_ID_NOT_FOUND:
                     continue  # deleted between ListGroups and DescribeGroups
-                if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
-                    log.warning("group %r: not authorized to describe it; it is left as last seen", group_id)
-                    unobserved.add(group_id)
-                    continue
-                raise PollFailed(f"DescribeGroups of {group_id!r} failed: {exc.args[0]}") from None
+                if code in _transient_codes():
+                    raise PollFailed(f"DescribeGroups of {group_id!r} failed: {exc.args[0]}") from None
+                # About this group only (not authorized, not a consumer-protocol group, ...): the
+                # others are still worth reporting, and this one is neither gone nor alive.
+                log.warning("group %r could not be described (%s); it is left as last seen", group_id,
+                            exc.args[0])
+                unobserved.add(group_id)
+                continue
             except Exception as exc:
                 raise PollFailed(f"DescribeGroups of {group_id!r} failed: {type(exc).__name__}: {exc}") from None
             if g.state not in _QUIET_STATES:
