@@ -91,6 +91,17 @@ MEMBERSHIP_FIELDS: tuple[Field, ...] = _COMMON + (
           f"(default {DEFAULT_SESSION_TIMEOUT_MS}).", minimum=1, example=45000),
     Field("reason", "string", "Why the member joined or left, as the client reports it.",
           example="rebalance after restart"),
+    Field("target_partitions", Array(TOPIC_PARTITION),
+          "KIP-848 groups, from the collector: the target assignment the coordinator is moving the "
+          "member to.", example=None),
+    Field("group_protocol", "string", "The group's rebalance protocol as the coordinator reports it: "
+          "classic, or consumer (KIP-848).", enum=("classic", "consumer"), example="classic"),
+    Field("group_state", "string", "The coordinator's group state when the collector polled it.",
+          example="STABLE"),
+    Field("partition_assignor", "string", "The assignor name exactly as the coordinator reports it "
+          "(including custom ones), from the collector.", example="range"),
+    Field("source", "string", "Who observed the event: collector (owned_partitions is the group's "
+          "actual assignment), or a client or simulator.", example="collector"),
     Field("workload", Struct((("topics", Array(WORKLOAD_TOPIC)),)),
           "For type=workload: the group's topics with partition counts and, optionally, per partition "
           "the racks of its replicas.",
