@@ -47,8 +47,8 @@ __all__ = ["assign_range"]
 
 def assign_range(spec: GroupSpec) -> GroupAssignment:
     """Assign ``spec`` the way Kafka's client ``RangeAssignor`` does (Kafka-exact)."""
-    check_unique_member_ids(spec)
     with paused_gc():
+        check_unique_member_ids(spec)
         return _assign(spec)
 
 

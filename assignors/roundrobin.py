@@ -37,8 +37,8 @@ __all__ = ["assign_roundrobin"]
 
 def assign_roundrobin(spec: GroupSpec) -> GroupAssignment:
     """Assign ``spec`` the way Kafka's client ``RoundRobinAssignor`` does (Kafka-exact, ordered)."""
-    check_unique_member_ids(spec)
     with paused_gc():
+        check_unique_member_ids(spec)
         return _assign(spec)
 
 

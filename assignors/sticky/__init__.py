@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import split_by_owner
+from .._common import paused_gc, split_by_owner
 from ..model import GroupAssignment, GroupSpec, TopicPartition
 from ._constrained import build_constrained
 from ._draft import Draft
@@ -48,7 +48,6 @@ from ._layout import (
     build_layout,
     check_members,
     collect_claims,
-    gc_paused,
     hashmap_visit_order,
     partition_objects,
 )
@@ -60,7 +59,7 @@ __all__ = ["assign_sticky", "assign_cooperative_sticky"]
 
 def assign_sticky(spec: GroupSpec) -> GroupAssignment:
     """Kafka's eager ``sticky`` assignor: the full sticky assignment, nothing withheld."""
-    with gc_paused():
+    with paused_gc():
         return _assign(spec, cooperative=False)
 
 
@@ -70,7 +69,7 @@ def assign_cooperative_sticky(spec: GroupSpec) -> GroupAssignment:
     A partition that changes owner while a live member still owns it is withheld from its new
     owner this round and listed in ``transferring`` (partition -> intended owner).
     """
-    with gc_paused():
+    with paused_gc():
         return _assign(spec, cooperative=True)
 
 
@@ -85,7 +84,7 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
     claims = collect_claims(members, layout)
     resolve_ownership(members, visit, claims)
     racks = rack_info(spec, members, layout)
-    if subscriptions_equal(members, visit):
+    if subscriptions_equal(layout.subscriptions):
         subscribed = np.array([bool(m.topics) for m in members], dtype=bool)
         visit_subscribed = visit[subscribed[visit]]
         draft = build_constrained(

@@ -61,38 +61,24 @@ def build_constrained(
     is_participant = np.zeros(n_all, dtype=bool)
     is_participant[participants] = True
 
-    held = np.flatnonzero(claims.held)
-    hm = claims.member[held]
-    hg = claims.g[held]
-    # A member that subscribes to nothing still holds what it owned; whoever gets it must wait
-    # for it to be revoked (our replacement for Kafka's empty-subscription quirk).
-    outsider = ~is_participant[hm]
-    revoked_from[hg[outsider]] = hm[outsider]
-    hm, hg = hm[~outsider], hg[~outsider]
-    if racks.active and len(hg):
-        mismatch = np.fromiter(
-            (racks.mismatch(m, g) for m, g in zip(hm.tolist(), hg.tolist())), dtype=bool, count=len(hg)
-        )
-        revoked_from[hg[mismatch]] = hm[mismatch]
-        hm, hg = hm[~mismatch], hg[~mismatch]
-    not_doubly = ~claims.doubly[hg]
-    hm, hg = hm[not_doubly], hg[not_doubly]
+    hm, hg = _held_claims(claims, is_participant, racks, revoked_from)
+    if len(hm):
+        visit_rank = np.zeros(n_all, dtype=np.int64)
+        visit_rank[visit] = np.arange(n, dtype=np.int64)
+        topic = layout.topic_of(hg)
+        partition = hg - layout.offsets[topic]
+        # Topic indices follow topic names, so (partition, topic index) is Kafka's (partition, topic).
+        order = np.lexsort((topic, partition, visit_rank[hm]))
+        hm, hg = hm[order], hg[order]
+    owned = np.bincount(hm, minlength=n_all).tolist()
 
-    visit_rank = np.zeros(n_all, dtype=np.int64)
-    visit_rank[visit] = np.arange(n, dtype=np.int64)
-    topic = layout.topic_of(hg)
-    partition = hg - layout.offsets[topic]
-    # Topic indices follow topic names, so (partition, topic index) is Kafka's (partition, topic).
-    order = np.lexsort((topic, partition, visit_rank[hm]))
-    hm, hg = hm[order], hg[order]
-    owned = np.bincount(hm, minlength=n_all)
-
-    keep = np.zeros(n_all, dtype=np.int64)
+    # Per-member bookkeeping on Python lists: NumPy scalar reads cost more than the loop itself.
+    keep = [0] * n_all
     under: list[int] = []
     exactly: list[int] = []
     over = 0
     for m in visit.tolist():
-        c = int(owned[m])
+        c = owned[m]
         if c < min_q:
             keep[m] = c
             under.append(m)
@@ -106,10 +92,11 @@ def build_constrained(
             if over < expected:
                 exactly.append(m)
 
-    within = rank_within_runs(hm)
-    kept_mask = within < keep[hm]
-    revoked_from[hg[~kept_mask]] = hm[~kept_mask]
-    kept_m, kept_g = hm[kept_mask], hg[kept_mask]
+    kept_m, kept_g = hm, hg
+    if len(hm):
+        kept_mask = rank_within_runs(hm) < np.array(keep, dtype=np.int64)[hm]
+        revoked_from[hg[~kept_mask]] = hm[~kept_mask]
+        kept_m, kept_g = hm[kept_mask], hg[kept_mask]
 
     assigned = np.zeros(total, dtype=bool)
     assigned[kept_g] = True
@@ -118,7 +105,7 @@ def build_constrained(
     ids = [m.member_id for m in members]
     under.sort(key=ids.__getitem__)
     exactly.sort(key=ids.__getitem__)
-    count = keep.copy()
+    count = keep.copy()  # partitions per member so far
 
     rack_g: list[int] = []
     rack_m: list[int] = []
@@ -128,7 +115,7 @@ def build_constrained(
             unassigned, under, exactly, count, min_q, max_q, expected, over, racks, rack_g, rack_m
         )
 
-    deficits = [min_q - int(count[m]) for m in under]
+    deficits = [min_q - count[m] for m in under]
     receivers = _round_robin_receivers(len(unassigned), under, deficits, exactly, group_id, ids)
 
     new_g = np.concatenate([np.array(rack_g, dtype=np.int64), unassigned])
@@ -143,6 +130,31 @@ def build_constrained(
         transfer_g=new_g[moving],
         transfer_to=new_m[moving],
     )
+
+
+def _held_claims(
+    claims: Claims, is_participant: np.ndarray, racks: RackInfo, revoked_from: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The claims a member may keep (member, global index), in claim order; the others are marked
+    as revoked from their claimant in ``revoked_from``."""
+    held = np.flatnonzero(claims.held)
+    hm = claims.member[held]
+    hg = claims.g[held]
+    if len(held) == 0:  # a first assignment: nothing owned
+        return hm, hg
+    # A member that subscribes to nothing still holds what it owned; whoever gets it must wait
+    # for it to be revoked (our replacement for Kafka's empty-subscription quirk).
+    outsider = ~is_participant[hm]
+    revoked_from[hg[outsider]] = hm[outsider]
+    hm, hg = hm[~outsider], hg[~outsider]
+    if racks.active and len(hg):
+        mismatch = np.fromiter(
+            (racks.mismatch(m, g) for m, g in zip(hm.tolist(), hg.tolist())), dtype=bool, count=len(hg)
+        )
+        revoked_from[hg[mismatch]] = hm[mismatch]
+        hm, hg = hm[~mismatch], hg[~mismatch]
+    not_doubly = ~claims.doubly[hg]
+    return hm[not_doubly], hg[not_doubly]
 
 
 def _round_robin_receivers(
@@ -191,7 +203,7 @@ def _rack_round_robin(
     unassigned: np.ndarray,
     under: list[int],
     exactly: list[int],
-    count: np.ndarray,
+    count: list[int],
     min_q: int,
     max_q: int,
     expected: int,
@@ -219,7 +231,7 @@ def _rack_round_robin(
                     break
             if idx >= 0:
                 consumer = under[idx]
-                after = int(count[consumer]) + 1
+                after = count[consumer] + 1
                 if after >= min_q:
                     del under[idx]
                     if after < max_q and over < expected:
@@ -232,7 +244,7 @@ def _rack_round_robin(
                     rack = member_rack[m]
                     if rack is not None and rack in hosts:
                         consumer = m
-                        if int(count[m]) + 1 == max_q:
+                        if count[m] + 1 == max_q:
                             del exactly[j]
                             over += 1
                             if over == expected:

@@ -8,12 +8,10 @@ boolean masks. Claims (owned partitions reported by members) become parallel arr
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -21,31 +19,6 @@ from .._common import distinct_subscriptions, topic_partitions
 from ..errors import InvalidGroupSpecError
 from ..java_order import string_hashes, table_capacity
 from ..model import GroupSpec, MemberSpec
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Keep the cyclic collector out of the hot path.
-
-    Large answers allocate hundreds of thousands of small tuples; each allocation burst triggers
-    collections that cost more than the assignment itself (measured: 2x on 500k partitions).
-    Nothing allocated here forms cycles, so pausing changes no result.
-
-    On the way out the new objects are handed straight to the oldest generation (``freeze`` then
-    ``unfreeze`` is two list splices), otherwise the first allocation after ``enable`` would
-    traverse all of them at once. Skipped when the process froze objects itself (a pre-fork
-    server), because ``unfreeze`` would release those too.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +30,17 @@ class Layout:
     counts: np.ndarray  # partitions per topic
     offsets: np.ndarray  # offsets[t] = first global index of topic t; offsets[T] = total
     total: int
+    #: The members' distinct subscription lists (see :func:`distinct_subscriptions`).
+    subscriptions: tuple[tuple[str, ...], ...] = ()
 
     def topic_of(self, g: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.offsets, g, side="right") - 1
 
 
 def build_layout(spec: GroupSpec) -> Layout:
+    subscriptions = tuple(distinct_subscriptions(spec.members))
     names: set[str] = set()
-    for subscription in distinct_subscriptions(spec.members):
+    for subscription in subscriptions:
         names.update(subscription)
     topics = sorted(t for t in names if t in spec.topics and spec.topics[t].partitions > 0)
     counts = np.array([spec.topics[t].partitions for t in topics], dtype=np.int64)
@@ -76,6 +52,7 @@ def build_layout(spec: GroupSpec) -> Layout:
         counts=counts,
         offsets=offsets,
         total=int(offsets[-1]),
+        subscriptions=subscriptions,
     )
 
 
@@ -126,26 +103,25 @@ def collect_claims(members: Sequence[MemberSpec], layout: Layout) -> Claims:
 
 def partition_objects(layout: Layout, claims: Claims) -> np.ndarray:
     """Global index -> ``TopicPartition``: claimed objects where available, new ones otherwise."""
-    objs = np.empty(layout.total, dtype=object)
     have = np.zeros(layout.total, dtype=bool)
-    if len(claims.g):
-        # fromiter keeps each TopicPartition whole; a plain list would be read as rows of pairs
-        objs[claims.g] = np.fromiter(claims.objs, dtype=object, count=len(claims.objs))
-        have[claims.g] = True
+    have[claims.g] = True
+    fresh: list = []
     offsets = layout.offsets.tolist()
     for t, name in enumerate(layout.topics):
         lo, hi = offsets[t], offsets[t + 1]
         missing = np.flatnonzero(~have[lo:hi])
-        if len(missing) == hi - lo:
-            objs[lo:hi] = np.fromiter(topic_partitions(name, range(hi - lo)), dtype=object, count=hi - lo)
-        elif len(missing):
-            objs[lo + missing] = np.fromiter(
-                topic_partitions(name, missing.tolist()), dtype=object, count=len(missing)
-            )
+        fresh += topic_partitions(name, range(hi - lo) if len(missing) == hi - lo else missing.tolist())
+    # fromiter keeps each TopicPartition whole; np.array would read a list of pairs as rows
+    objs = np.empty(layout.total, dtype=object)
+    objs[~have] = np.fromiter(fresh, dtype=object, count=len(fresh))
+    if len(claims.g):
+        objs[claims.g] = np.fromiter(claims.objs, dtype=object, count=len(claims.objs))
     return objs
 
 
 def check_members(spec: GroupSpec) -> None:
+    if len({m.member_id for m in spec.members}) == len(spec.members):
+        return
     seen: set[str] = set()
     for member in spec.members:
         if member.member_id in seen:

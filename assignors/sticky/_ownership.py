@@ -68,26 +68,23 @@ def resolve_ownership(members: Sequence[MemberSpec], visit: np.ndarray, claims: 
         claims.held[list(holder_claim.values())] = True
 
 
-def subscriptions_equal(members: Sequence[MemberSpec], visit: np.ndarray) -> bool:
-    """Kafka's ``allSubscriptionsEqual`` over the members with a non-empty subscription.
+def subscriptions_equal(subscriptions: Sequence[tuple[str, ...]]) -> bool:
+    """Kafka's ``allSubscriptionsEqual`` over the members with a non-empty subscription, given the
+    members' distinct subscription lists.
 
     Kafka initialises its reference topic set from the first visited member and re-initialises it
     while it is empty, so an empty-subscription member visited first is ignored and then handed
     partitions by the constrained builder (spec 3.1 quirk, scenario 31). We ignore
-    empty-subscription members wherever they are visited and give them nothing instead.
+    empty-subscription members wherever they are visited and give them nothing instead. Which
+    member is visited first then does not matter: the answer is whether all non-empty
+    subscriptions name the same topics.
     """
     reference: set[str] | None = None
-    verdict: dict[tuple[str, ...], bool] = {}
-    for pos in visit.tolist():
-        topics = members[pos].topics
+    for topics in subscriptions:
         if not topics:
             continue
         if reference is None:
             reference = set(topics)
-            continue
-        same = verdict.get(topics)
-        if same is None:
-            same = verdict[topics] = len(topics) == len(reference) and reference.issuperset(topics)
-        if not same:
+        elif len(topics) != len(reference) or not reference.issuperset(topics):
             return False
     return True
