@@ -112,6 +112,9 @@ class GroupState:
     recent_rebalances: list[int] = field(default_factory=list)
     seen_event_ids: deque = field(default_factory=lambda: deque(maxlen=SEEN_EVENT_IDS))
     failed_rebalances: int = 0
+    #: The event-time timer registered for the group in Spark, if any (kept here so the job need
+    #: not ask Spark for it).
+    timer_at: int | None = None
 
 
 @dataclass
@@ -549,7 +552,9 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
 
 def next_deadline(state: GroupState, settings: EngineSettings = EngineSettings()) -> int | None:
     """The watermark at which this group needs attention even if no event of it arrives: the
-    pending rebalance, the earliest session expiry, or buffered events coming due.
+    pending rebalance, the earliest session expiry, or buffered membership events coming due.
+    (Buffered heartbeats need no deadline of their own: they can only postpone an expiry, and
+    they are applied before it is decided.)
     """
     candidates: list[int] = []
     if state.pending:
@@ -557,6 +562,4 @@ def next_deadline(state: GroupState, settings: EngineSettings = EngineSettings()
     candidates.extend(m.deadline() for m in state.members.values())
     if state.buffered_events:
         candidates.append(min(int(e["event_time"]) for e in state.buffered_events))
-    if state.buffered_heartbeats:
-        candidates.append(min(t for _, t in state.buffered_heartbeats))
     return min(candidates) if candidates else None

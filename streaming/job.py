@@ -56,7 +56,7 @@ def build_history(spark, config: Config):
              # they are idle_group_grace_ms behind the stream's newest heartbeat: by then their group
              # has been moved on and they could change nothing. Membership events and refused
              # records always reach the processor, which applies or records them.
-             .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reason").isNull(),
+             .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reject_reason").isNull(),
                                             F.timestamp_millis(F.col("event_time"))))
              .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
     return keyed.groupBy("group_key").transformWithStateInPandas(

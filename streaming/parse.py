@@ -88,7 +88,9 @@ def _membership_rules() -> list[Column]:
 
 def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: str,
                   max_record_bytes: int) -> DataFrame:
-    """Turn Kafka source rows into typed event rows with a ``reason`` column (null = valid).
+    """Turn Kafka source rows into typed event rows with a ``reject_reason`` column (null = valid).
+
+    (Not ``reason``: that is a field of membership events, the client's own words.)
 
     The result has ``kind`` (membership or heartbeat), every membership field (heartbeats use a
     subset), the source columns and ``raw_value`` (kept for refused records).
@@ -144,4 +146,4 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         *envelope,
         F.when(F.col("kind") == MEMBERSHIP, membership_reason).otherwise(heartbeat_reason),
     )
-    return typed.withColumn("reason", reason).drop("v", "record_bytes", "valid_utf8")
+    return typed.withColumn("reject_reason", reason).drop("v", "record_bytes", "valid_utf8")

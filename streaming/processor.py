@@ -1,8 +1,10 @@
 """The Spark side of the per-group engine: a transformWithStateInPandas processor.
 
-One state per group (a single value: the engine's state as compressed bytes, so each group costs
-one state read and one write per micro-batch however many heartbeats it had) and one event-time
-timer per group at its earliest deadline. The processor emits rows of the form
+One state per group (a single value: the engine's state as compressed bytes) and one event-time
+timer per group. Every call into the state store is a round trip between the Python worker and the
+JVM, and those round trips, not our Python, dominate the cost of a group, so a group with events
+costs one read and one write per micro-batch however many heartbeats it had, and its timer is
+touched only when it must move earlier. The processor emits rows of the form
 ``(table, group_id, payload JSON)``; the sink splits them into the Delta tables.
 """
 
@@ -18,6 +20,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from schemas import tables
+from schemas.events import MEMBERSHIP_FIELDS
 
 from .group_state import EngineSettings, GroupState, Output, advance, next_deadline
 from .parse import HEARTBEAT, MEMBERSHIP
@@ -31,7 +34,8 @@ OUTPUT_SCHEMA = StructType([
 STATS_TABLE = "_stats"
 _STATE_SCHEMA = StructType([StructField("blob", BinaryType(), False)])
 _REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
-                        "raw_value", "reason", "event_time", "kafka_timestamp")
+                        "raw_value", "event_time", "kafka_timestamp")
+_MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
 #: Integer columns that pandas turns into floats when a batch has a null among them.
 _INTEGER_FIELDS = frozenset({"event_time", "generation", "session_timeout_ms", "schema_version",
                              "source_partition", "source_offset", "kafka_timestamp"})
@@ -78,41 +82,51 @@ class GroupProcessor(StatefulProcessor):
         self.group = handle.getValueState("group", _STATE_SCHEMA)
 
     def _load(self, group_id: str) -> GroupState:
-        if self.group.exists():
-            return decode_state(bytes(self.group.get()[0]))
-        return GroupState(group_id=group_id)
+        stored = self.group.get()  # None when the group is new: no separate exists() round trip
+        return decode_state(bytes(stored[0])) if stored is not None else GroupState(group_id=group_id)
 
     def _save_and_reschedule(self, state: GroupState) -> None:
-        self.group.update((encode_state(state),))
+        """Persist the state, keeping the timer at or before the group's earliest deadline.
+
+        A timer that fires early is harmless (the handler re-arms it), so an existing one stays
+        unless the deadline moved before it: an active group, whose deadlines move on with every
+        heartbeat, then needs no timer calls at all in most batches.
+        """
         wanted = next_deadline(state, self.settings)
-        current = list(self.handle.listTimers())
-        if current == ([wanted] if wanted is not None else []):
-            return
-        for t in current:
-            self.handle.deleteTimer(t)
-        if wanted is not None:
+        if wanted is not None and (state.timer_at is None or wanted < state.timer_at):
+            if state.timer_at is not None:
+                self.handle.deleteTimer(state.timer_at)
             self.handle.registerTimer(wanted)
+            state.timer_at = wanted
+        self.group.update((encode_state(state),))
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         group_id = key[0]
-        batch = pd.concat(list(rows), ignore_index=True)
+        frames = list(rows)
+        batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         out: list[tuple[str, str | None, str]] = []
 
-        rejected = batch[batch["reason"].notna()]
-        for record in rejected.to_dict("records"):
-            row = _record(record, _REJECTED_FROM_INPUT)
-            out.append((tables.REJECTED_EVENTS, row["group_id"], json.dumps(row)))
-        valid = batch[batch["reason"].isna()]
-        stats = {"records": len(batch), "rejected": len(rejected)}
+        # Column arrays and masks instead of DataFrame filtering: heartbeats, the bulk, never
+        # become Python dicts.
+        refused = batch["reject_reason"].notna().to_numpy()
+        kinds = batch["kind"].to_numpy()
+        if refused.any():
+            for record in batch[refused].to_dict("records"):
+                row = _record(record, _REJECTED_FROM_INPUT)
+                row["reason"] = record["reject_reason"]
+                out.append((tables.REJECTED_EVENTS, row["group_id"], json.dumps(row)))
+        n_refused = int(refused.sum())
+        stats = {"records": len(batch), "rejected": n_refused}
 
-        if group_id and len(valid):
-            membership = valid[valid["kind"] == MEMBERSHIP]
-            heartbeats = valid[valid["kind"] == HEARTBEAT]
-            events = [_record(r, r.keys()) for r in membership.to_dict("records")]
+        if group_id and n_refused < len(batch):
+            is_membership = (kinds == MEMBERSHIP) & ~refused
+            is_heartbeat = (kinds == HEARTBEAT) & ~refused
+            events = ([_record(r, _MEMBERSHIP_COLUMNS) for r in batch[is_membership].to_dict("records")]
+                      if is_membership.any() else [])
             state = self._load(group_id)
             outputs, batch_stats = advance(
-                state, events, heartbeats["member_id"].to_numpy(dtype=object),
-                heartbeats["event_time"].to_numpy(dtype=np.int64), self.settings,
+                state, events, batch["member_id"].to_numpy(dtype=object)[is_heartbeat],
+                batch["event_time"].to_numpy()[is_heartbeat].astype(np.int64), self.settings,
                 watermark_ms=timerValues.getCurrentWatermarkInMs())
             self._save_and_reschedule(state)
             out.extend(self._rows(group_id, outputs))
@@ -126,6 +140,7 @@ class GroupProcessor(StatefulProcessor):
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
         group_id = key[0]
         state = self._load(group_id)
+        state.timer_at = None  # Spark deletes a timer once it has fired
         outputs, batch_stats = advance(state, [], [], [], self.settings,
                                        watermark_ms=timerValues.getCurrentWatermarkInMs())
         self._save_and_reschedule(state)

@@ -57,6 +57,7 @@ def encode_state(state: GroupState) -> bytes:
         "recent_rebalances": state.recent_rebalances,
         "seen_event_ids": list(state.seen_event_ids),
         "failed_rebalances": state.failed_rebalances,
+        "timer_at": state.timer_at,
     }
     return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
 
@@ -89,4 +90,5 @@ def decode_state(blob: bytes) -> GroupState:
         recent_rebalances=data["recent_rebalances"],
         seen_event_ids=deque(data["seen_event_ids"], maxlen=SEEN_EVENT_IDS),
         failed_rebalances=data["failed_rebalances"],
+        timer_at=data.get("timer_at"),
     )

@@ -18,8 +18,8 @@ def join(t, member, assignor="range", protocol="eager", instance=None, topics=("
             "session_timeout_ms": session}
 
 
-def leave(t, member):
-    return {"event_id": f"l-{member}-{t}", "event_time": t, "type": "leave", "member_id": member}
+def leave(t, member, reason="the consumer is being closed"):
+    return {"event_id": f"l-{member}-{t}", "event_time": t, "type": "leave", "member_id": member, "reason": reason}
 
 
 def hb(t, member):

@@ -114,6 +114,11 @@ def test_scenario_groups_produce_exactly_the_expected_rows(spark, scenario_confi
         ("static", 1_000, "b", "joined", None), ("static", 8_000, "a2", "static_rejoin", "a"),
     ])
 
+    # The client's own words survive: a leave's reason is the member's, an expiry's the monitor's.
+    reasons = {(r["group_id"], r["event"]): r["reason"] for r in read(spark, config, tables.MEMBER_EVENTS)}
+    assert reasons[("eager", "left")] == "the consumer is being closed"
+    assert reasons[("eager", "expired")] == "no heartbeat for 10000 ms"
+
     rejected = sorted(r["reason"] for r in read(spark, config, tables.REJECTED_EVENTS))
     assert rejected == ["field assignor: unknown value 'fancy' (expected one of range, roundrobin, sticky, "
                         "cooperative-sticky, uniform, server-range, streams-ha, connect-eager, connect-incremental)",

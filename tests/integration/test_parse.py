@@ -48,7 +48,7 @@ CASES = [
 
 def test_each_refusal_names_what_is_wrong(spark):
     rows = _parse(spark, [("g", value, M) for value, _ in CASES])
-    assert [r.reason for r in rows] == [reason for _, reason in CASES]
+    assert [r.reject_reason for r in rows] == [reason for _, reason in CASES]
     assert rows[0].member_id == "m1" and rows[0].owned_partitions[0].partition == 0
 
 
@@ -62,7 +62,7 @@ def test_heartbeats_need_only_their_own_fields_and_a_matching_key(spark):
         ("g", json.dumps(hb), "stray-topic"),
     ])
     assert [r.kind for r in rows] == ["heartbeat", "heartbeat", "heartbeat", "heartbeat", None]
-    assert [r.reason for r in rows] == [
+    assert [r.reject_reason for r in rows] == [
         None,
         "missing required field member_id",
         "record key 'other' differs from group_id 'g'",
