@@ -80,6 +80,8 @@ class Cell:
     java: Side = field(default_factory=Side)
     #: Did both answers agree (exactly where Kafka's answer is deterministic for our port)? None if not compared.
     agree: bool | None = None
+    #: 1-minute load average when the cell started (the machine is shared; see the Markdown).
+    load1: float | None = None
 
     @property
     def key(self) -> str:
@@ -220,6 +222,7 @@ def run_grid(args: argparse.Namespace) -> list[Cell]:
     with tempfile.TemporaryDirectory(prefix="bench-assignors-") as tmp:
         for n, cell in enumerate(cells, 1):
             print(f"[{n}/{len(cells)}] {cell.key}", end=" ", flush=True)
+            cell.load1 = round(os.getloadavg()[0], 2)
             entries = subscription_entries(cell)
             if entries > args.max_entries:
                 reason = f"spec too large: {entries:,} subscription entries > --max-entries {args.max_entries:,}"
@@ -322,9 +325,13 @@ def _ratio_summary(ratios: list[tuple[float, str]], cells: list[Cell]) -> dict[s
     positive = [(r, k) for r, k in ratios if r > 0]
     geo = math.exp(sum(math.log(r) for r, _ in positive) / len(positive)) if positive else None
     worst = max(positive) if positive else None
+    homogeneous = [c.speed_ratio for c in cells if c.subscription == "homogeneous" and c.speed_ratio is not None]
     return {
         "measured_cells": len(positive),
         "cells": len(cells),
+        "homogeneous_measured": len(homogeneous),
+        "homogeneous_at_most_java": sum(r <= 1.0 for r in homogeneous),
+        "cells_over_2x": sum(r > 2.0 for r, _ in positive),
         "skipped_or_failed": sum(c.speed_ratio is None for c in cells),
         "disagreements": sum(c.agree is False for c in cells),
         "geomean_python_over_java": geo,
@@ -350,27 +357,36 @@ def write_markdown(path: Path, result: dict[str, Any], cells: list[Cell]) -> Non
         f" each cell in a fresh process per side; budget {result['settings']['budget_s']:g} s per cell and side."
         " Ratio = Python / Java (lower is better for us).",
         "",
+        _load_line(result, cells),
+        "",
         "## Summary",
         "",
-        "| assignor | measured cells | skipped or failed | geometric mean ratio | worst ratio | worst cell | answers differ |",
-        "|---|---:|---:|---:|---:|---|---:|",
+        "Target: Python at most Java's time in every homogeneous cell and in the geometric mean; no cell over 2x.",
+        "",
+        "| assignor | measured cells | skipped or failed | geometric mean ratio | worst ratio | worst cell"
+        " | homogeneous cells with Python <= Java | cells over 2x | answers differ |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for name, row in list(s["by_assignor"].items()) + [("**all**", s["overall"])]:
         lines.append(
             f"| {name} | {row['measured_cells']} / {row['cells']} | {row['skipped_or_failed']} | {_x(row['geomean_python_over_java'])}"
-            f" | {_x(row['worst_python_over_java'])} | {row['worst_cell'] or '-'} | {row['disagreements']} |"
+            f" | {_x(row['worst_python_over_java'])} | {row['worst_cell'] or '-'}"
+            f" | {row['homogeneous_at_most_java']} / {row['homogeneous_measured']} | {row['cells_over_2x']} | {row['disagreements']} |"
         )
+    if result.get("notes"):
+        lines += ["", result["notes"].rstrip()]
     lines += [
         "",
         "## Cells",
         "",
-        "| assignor | subscription | assignment | members | partitions/member | topics | partitions | Python ms | Java ms | ratio | same answer |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| assignor | subscription | assignment | members | partitions/member | topics | partitions | Python ms | Java ms | ratio | same answer | load |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for c in sorted(cells, key=lambda c: (ASSIGNORS.index(c.assignor), c.subscription, c.assignment, c.members, c.ratio, c.topics)):
         lines.append(
             f"| {c.assignor} | {c.subscription} | {c.assignment} | {c.members} | {c.ratio} | {c.topics} | {c.total_partitions}"
-            f" | {_side_md(c.python)} | {_side_md(c.java)} | {_x(c.speed_ratio)} | {_agree_md(c.agree)} |"
+            f" | {_side_md(c.python)} | {_side_md(c.java)} | {_x(c.speed_ratio)} | {_agree_md(c.agree)}"
+            f" | {'-' if c.load1 is None else f'{c.load1:.1f}'} |"
         )
     skipped = [(c, side, getattr(c, side)) for c in cells for side in ("python", "java") if getattr(c, side).status != "ok"]
     if skipped:
@@ -378,6 +394,17 @@ def write_markdown(path: Path, result: dict[str, Any], cells: list[Cell]) -> Non
         lines += [f"| {c.key} | {side} | {sd.status} | {(sd.reason or '').replace('|', '/')} |" for c, side, sd in skipped]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
+
+
+def _load_line(result: dict[str, Any], cells: list[Cell]) -> str:
+    loads = [c.load1 for c in cells if c.load1 is not None]
+    if not loads:
+        return "Load average: not recorded."
+    loads.sort()
+    return (f"The machine (2 cores) is shared: 1-minute load average {result['load_average']['start']:.2f} at the start,"
+            f" {result['load_average']['end']:.2f} at the end; per cell median {loads[len(loads) // 2]:.2f},"
+            f" range {loads[0]:.2f}-{loads[-1]:.2f} (column `load`)."
+            " Both sides run one after the other in the same conditions, but a loaded machine adds noise to small cells.")
 
 
 def _x(value: float | None) -> str:
@@ -429,6 +456,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--heap", default="2g", help="Java -Xmx (default 2g)")
     p.add_argument("--json", type=Path, default=REPO / "bench" / "results" / "assignors.json")
     p.add_argument("--markdown", type=Path, default=REPO / "docs" / "benchmarks" / "assignors.md")
+    p.add_argument("--notes", type=Path,
+                   help="Markdown file whose text goes under the summary (e.g. why cells miss the target)")
+    p.add_argument("--render-only", action="store_true",
+                   help="run nothing: recompute the summary of --json and rewrite it and --markdown (with --notes)")
     args = p.parse_args(argv)
     quick = args.quick
     args.members = args.members or (QUICK["members"] if quick else MEMBERS)
@@ -439,8 +470,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def render_only(args: argparse.Namespace) -> int:
+    result = json.loads(args.json.read_text())
+    cells = []
+    for row in result["cells"]:
+        row = {k: v for k, v in row.items() if k not in ("key", "python_over_java")}
+        python, java = Side(**row.pop("python")), Side(**row.pop("java"))
+        cells.append(Cell(**row, python=python, java=java))
+    result["summary"] = summary(cells)
+    result["cells"] = [dict(asdict(c), key=c.key, python_over_java=c.speed_ratio) for c in cells]
+    if args.notes:
+        result["notes"] = args.notes.read_text()
+    args.json.write_text(json.dumps(result, indent=1) + "\n")
+    write_markdown(args.markdown, result, cells)
+    print(f"rewrote {args.json} and {args.markdown}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render_only:
+        return render_only(args)
+    load_start = os.getloadavg()[0]
     started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
     ensure_built()
     t0 = time.monotonic()
@@ -454,9 +505,12 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"repeat": args.repeat, "python_warmup": args.python_warmup, "java_warmup": args.java_warmup,
                      "java_warmup_seconds": args.java_warmup_seconds,
                      "budget_s": args.budget, "max_entries": args.max_entries, "heap": args.heap},
+        "load_average": {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2)},
         "summary": summary(cells),
-        "cells": [dict(asdict(c), key=c.key, ratio=c.speed_ratio) for c in cells],
+        "cells": [dict(asdict(c), key=c.key, python_over_java=c.speed_ratio) for c in cells],
     }
+    if args.notes:
+        result["notes"] = args.notes.read_text()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1) + "\n")
     write_markdown(args.markdown, result, cells)
