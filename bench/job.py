@@ -505,10 +505,8 @@ def _input_frame(rows: list[dict]):
 
     from schemas.events import MEMBERSHIP_FIELDS
 
-    # parse_records replaces the membership field "reason" with its own refusal reason (same name),
-    # so the column appears once.
     columns = ["source_topic", "source_partition", "source_offset", "kafka_timestamp", "record_key", "raw_value",
-               "kind"] + [f.name for f in MEMBERSHIP_FIELDS if f.name != "reason"] + ["reason", "group_key", "event_ts"]
+               "kind"] + [f.name for f in MEMBERSHIP_FIELDS] + ["reject_reason", "group_key", "event_ts"]
     return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=columns)
 
 
@@ -535,7 +533,7 @@ def profile_processor(groups: int = 200, members: int = 10, beats_per_member: in
     def membership(gid, i, body):
         raw = json.dumps(body)
         return {"source_topic": "m", "source_partition": 0, "source_offset": i, "kafka_timestamp": pd.Timestamp(t0, unit="ms"),
-                "record_key": gid, "raw_value": raw, "kind": "membership", "reason": None, "group_key": gid,
+                "record_key": gid, "raw_value": raw, "kind": "membership", "reject_reason": None, "group_key": gid,
                 "event_ts": pd.NaT, **body}
 
     def beats(gid, start, count):
@@ -547,7 +545,7 @@ def profile_processor(groups: int = 200, members: int = 10, beats_per_member: in
                         "member_id": f"{gid}-m{m}", "generation": -1}
                 rows.append({"source_topic": "h", "source_partition": 0, "source_offset": t, "record_key": gid,
                              "kafka_timestamp": pd.Timestamp(t, unit="ms"), "raw_value": json.dumps(body),
-                             "kind": "heartbeat", "reason": None, "group_key": gid,
+                             "kind": "heartbeat", "reject_reason": None, "group_key": gid,
                              "event_ts": pd.Timestamp(t, unit="ms"), **body})
         return rows
 
@@ -605,11 +603,12 @@ def profile_processor(groups: int = 200, members: int = 10, beats_per_member: in
         c = time.perf_counter()
         encode_state(state)
         d = time.perf_counter()
-        # The pandas work handleInputRows does before advance: concat, reason split, kind split.
-        batch = pd.concat([frame], ignore_index=True)
-        valid = batch[batch["reason"].isna()]
-        valid[valid["kind"] == "membership"].to_dict("records")
-        valid[valid["kind"] == "heartbeat"]
+        # The pandas work handleInputRows does around advance: masks over column arrays.
+        refused = frame["reject_reason"].notna().to_numpy()
+        kinds = frame["kind"].to_numpy()
+        is_membership = (kinds == "membership") & ~refused
+        if is_membership.any():
+            frame[is_membership].to_dict("records")
         e = time.perf_counter()
         codec += (b - a) + (d - c)
         advance_s += c - b
