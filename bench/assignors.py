@@ -219,9 +219,17 @@ def dominated_by_failure(cell: Cell, failures: dict[tuple, list[Cell]], side: st
 def run_grid(args: argparse.Namespace) -> list[Cell]:
     cells = build_cells(args)
     over_budget: dict[tuple, list[Cell]] = {}
+    deadline = None if args.deadline_minutes is None else time.monotonic() + 60 * args.deadline_minutes
     with tempfile.TemporaryDirectory(prefix="bench-assignors-") as tmp:
         for n, cell in enumerate(cells, 1):
             print(f"[{n}/{len(cells)}] {cell.key}", end=" ", flush=True)
+            if deadline is not None and time.monotonic() > deadline:
+                # Cells run smallest first, so what is left when time runs out is the largest.
+                reason = f"not run: the run's --deadline-minutes {args.deadline_minutes:g} had passed"
+                cell.python = Side("skipped", reason=reason)
+                cell.java = Side("skipped", reason=reason)
+                print("skipped (deadline)")
+                continue
             cell.load1 = round(os.getloadavg()[0], 2)
             entries = subscription_entries(cell)
             if entries > args.max_entries:
@@ -451,6 +459,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--java-warmup", type=int, default=2, help="untimed Java runs first, at least (default 2)")
     p.add_argument("--java-warmup-seconds", type=int, default=3,
                    help="and more untimed Java runs until this many seconds have passed, for the JIT (default 3)")
+    p.add_argument("--deadline-minutes", type=float,
+                   help="start no cell after this many minutes; the rest are recorded as skipped (default: none)")
     p.add_argument("--max-entries", type=int, default=2_000_000,
                    help="skip cells whose spec has more member-topic subscription entries (default 2,000,000)")
     p.add_argument("--heap", default="2g", help="Java -Xmx (default 2g)")
@@ -502,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         "argv": sys.argv[1:] if argv is None else argv,
         "machine": machine(),
         "versions": versions(),
-        "settings": {"repeat": args.repeat, "python_warmup": args.python_warmup, "java_warmup": args.java_warmup,
+        "settings": {"deadline_minutes": args.deadline_minutes, "repeat": args.repeat, "python_warmup": args.python_warmup, "java_warmup": args.java_warmup,
                      "java_warmup_seconds": args.java_warmup_seconds,
                      "budget_s": args.budget, "max_entries": args.max_entries, "heap": args.heap},
         "load_average": {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2)},
