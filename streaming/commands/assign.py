@@ -94,6 +94,8 @@ def answer_line(line: str, number: int, assignor_override: str | None, repeat: i
             assign(parsed.spec)
         times: list[float] = []
         for _ in range(repeat):
+            # Free the previous answer before the clock starts: its deallocation is not this call's.
+            result = None
             start = time.perf_counter()
             result = assign(parsed.spec)
             times.append(time.perf_counter() - start)
