@@ -39,14 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import paused_gc, split_by_owner
+from .._common import check_unique_member_ids, paused_gc, split_by_owner
 from ..model import GroupAssignment, GroupSpec, TopicPartition
 from ._constrained import build_constrained
 from ._draft import Draft
 from ._general import build_general
 from ._layout import (
     build_layout,
-    check_members,
     collect_claims,
     hashmap_visit_order,
     partition_objects,
@@ -74,7 +73,7 @@ def assign_cooperative_sticky(spec: GroupSpec) -> GroupAssignment:
 
 
 def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
-    check_members(spec)
+    check_unique_member_ids(spec)
     members = spec.members
     empty_answer = {m.member_id: [] for m in members}
     layout = build_layout(spec)

@@ -16,7 +16,6 @@ from typing import Sequence
 import numpy as np
 
 from .._common import distinct_subscriptions, topic_partitions
-from ..errors import InvalidGroupSpecError
 from ..java_order import string_hashes, table_capacity
 from ..model import GroupSpec, MemberSpec
 
@@ -117,19 +116,6 @@ def partition_objects(layout: Layout, claims: Claims) -> np.ndarray:
     if len(claims.g):
         objs[claims.g] = np.fromiter(claims.objs, dtype=object, count=len(claims.objs))
     return objs
-
-
-def check_members(spec: GroupSpec) -> None:
-    if len({m.member_id for m in spec.members}) == len(spec.members):
-        return
-    seen: set[str] = set()
-    for member in spec.members:
-        if member.member_id in seen:
-            raise InvalidGroupSpecError(
-                f"group {spec.group_id!r}: member id {member.member_id!r} appears twice; "
-                "a subscription map has one entry per member"
-            )
-        seen.add(member.member_id)
 
 
 def hashmap_visit_order(member_ids: Sequence[str]) -> np.ndarray:
