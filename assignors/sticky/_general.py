@@ -63,7 +63,7 @@ import numpy as np
 from .._common import distinct_subscriptions
 from ..model import MemberSpec
 from ._draft import Draft, rank_within_runs
-from ._layout import Claims, Layout
+from ._layout import Claims, Layout, member_id_ranks
 from ._kafka_general import balance_score, claim_moves, kafka_general
 from ._racks import RackInfo
 
@@ -106,15 +106,7 @@ def draft_from_owner(n: int, layout: Layout, claims: Claims, owner: np.ndarray) 
     is_kept[claims.g[kept_claims]] = True
     new_g = np.flatnonzero(~is_kept & (owner >= 0))
     new_m = owner[new_g]
-    transfer = transfers(layout.total, claims, new_g, new_m)
-    return Draft(
-        kept_m=claims.member[kept_claims],
-        kept_g=claims.g[kept_claims],
-        fresh_m=new_m,
-        fresh_g=new_g,
-        transfer_g=new_g[transfer],
-        transfer_to=new_m[transfer],
-    )
+    return _draft(layout, claims, kept_claims, new_g, new_m)
 
 
 class _GeneralBuilder:
@@ -125,10 +117,7 @@ class _GeneralBuilder:
         self.racks = racks
         n = len(members)
         self.n = n
-        ids = [m.member_id for m in members]
-        by_id = sorted(range(n), key=ids.__getitem__)
-        self.rank = np.empty(n, dtype=np.int64)
-        self.rank[by_id] = np.arange(n, dtype=np.int64)
+        self.rank = member_id_ranks(members)
 
         # Edges (member, topic) for each subscribed existing topic, grouped by topic, members by id.
         index = layout.topic_index
@@ -475,15 +464,21 @@ class _GeneralBuilder:
             running[ms] += deficit
         new_g = np.concatenate(out_g) if out_g else np.zeros(0, dtype=np.int64)
         new_m = np.concatenate(out_m) if out_m else np.zeros(0, dtype=np.int64)
-        transfer = transfers(layout.total, claims, new_g, new_m)
-        return Draft(
-            kept_m=claims.member[kept_claims],
-            kept_g=claims.g[kept_claims],
-            fresh_m=new_m,
-            fresh_g=new_g,
-            transfer_g=new_g[transfer],
-            transfer_to=new_m[transfer],
-        )
+        return _draft(layout, claims, kept_claims, new_g, new_m)
+
+
+def _draft(layout: Layout, claims: Claims, kept_claims: np.ndarray, new_g: np.ndarray,
+           new_m: np.ndarray) -> Draft:
+    """The kept claims plus the newly placed partitions, with the ones that must wait a round."""
+    transfer = transfers(layout.total, claims, new_g, new_m)
+    return Draft(
+        kept_m=claims.member[kept_claims],
+        kept_g=claims.g[kept_claims],
+        fresh_m=new_m,
+        fresh_g=new_g,
+        transfer_g=new_g[transfer],
+        transfer_to=new_m[transfer],
+    )
 
 
 def transfers(total: int, claims: Claims, new_g: np.ndarray, new_m: np.ndarray) -> np.ndarray:

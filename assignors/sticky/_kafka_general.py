@@ -44,7 +44,7 @@ import numpy as np
 from .._common import distinct_subscriptions
 from ..java_order import string_hash
 from ..model import MemberSpec
-from ._layout import Claims, Layout
+from ._layout import Claims, Layout, member_id_ranks
 from ._racks import RackInfo
 
 _MASK32 = 0xFFFFFFFF
@@ -116,10 +116,7 @@ class _KafkaGeneral:
         self.visit = visit
         n = len(members)
         self.n = n
-        ids = [m.member_id for m in members]
-        by_id = sorted(range(n), key=ids.__getitem__)
-        self.rank = np.empty(n, dtype=np.int64)
-        self.rank[by_id] = np.arange(n, dtype=np.int64)
+        self.rank = member_id_ranks(members)
         n_topics = len(layout.topics)
         self.n_topics = n_topics
         index = layout.topic_index

@@ -132,3 +132,11 @@ def hashmap_visit_order(member_ids: Sequence[str]) -> np.ndarray:
     bucket = spread & np.uint32(table_capacity(n) - 1)
     # A stable sort keeps insertion order inside a bucket, as Java's bucket lists do.
     return np.argsort(bucket, kind="stable").astype(np.int64)
+
+
+def member_id_ranks(members: Sequence[MemberSpec]) -> np.ndarray:
+    """Each member's position in member-id order: the tie-break of Kafka's (size, member id) sets."""
+    ids = [m.member_id for m in members]
+    ranks = np.empty(len(ids), dtype=np.int64)
+    ranks[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.int64)
+    return ranks
