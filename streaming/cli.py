@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "streaming.commands.simulate",
     "streaming.commands.collect",
     "streaming.commands.query",
+    "streaming.commands.report",
 )
 
 

@@ -1,0 +1,156 @@
+"""One group's history, read with Spark SQL from the job's tables and views into small pandas frames.
+
+Everything the report draws is here, already filtered to the group and the time window; the
+charts and the page never touch Spark. The ``alerts`` table is optional: the report shows it when
+the output root has one and says so when it does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from assignors.errors import RebalanceMonitorError
+from schemas.tables import ASSIGNMENTS, BALANCE_METRICS, MEMBER_EVENTS
+
+from ..config import OutputConfig
+from .window import TimeWindow
+
+ALERTS = "alerts"
+#: What a group's units are called: Streams and Connect groups carry their tasks and connectors
+#: in the same ``partitions`` column as a consumer group's partitions.
+UNITS = {"consumer": "partitions", "streams": "tasks", "connect": "connectors/tasks"}
+#: Group types whose report also shows where each unit is placed, generation by generation.
+PLACEMENT_GROUP_TYPES = ("streams", "connect")
+#: The round that completes a cooperative rebalance: a generation, but not a new rebalance.
+FOLLOWUP_TRIGGER = "cooperative_followup"
+
+
+class NoGroupHistoryError(RebalanceMonitorError):
+    """The group has no generations in the tables (or none in the requested window)."""
+
+
+@dataclass(frozen=True)
+class GroupHistory:
+    """A group's story within a window; times are epoch ms of event time."""
+
+    group_id: str
+    window: TimeWindow
+    root: str
+    #: One row per generation (rebalance_history's columns), by generation.
+    generations: pd.DataFrame
+    #: One row per (generation, member): ``units`` held after that generation.
+    holdings: pd.DataFrame
+    #: One row per (generation, member, topic, partition); only for Streams and Connect groups.
+    placements: pd.DataFrame | None
+    #: member_events of the group (joins, leaves, expiries, ...), by time.
+    member_events: pd.DataFrame
+    #: Alerts of the group, or None when the output root has no alerts table.
+    alerts: pd.DataFrame | None
+
+    @property
+    def latest(self) -> pd.Series:
+        return self.generations.iloc[-1]
+
+    @property
+    def group_type(self) -> str:
+        return str(self.latest["group_type"] or "consumer")
+
+    @property
+    def units(self) -> str:
+        return UNITS.get(self.group_type, "partitions")
+
+    @property
+    def rebalance_count(self) -> int:
+        """Rebalances: generations that a change opened (a cooperative follow-up round completes one)."""
+        return int((self.generations["trigger"] != FOLLOWUP_TRIGGER).sum())
+
+
+_GENERATIONS_SQL = f"""
+SELECT generation, event_time_ms AS event_time, trigger, trigger_member, assignor, protocol, group_type,
+       phase, members, partitions, moved, imbalance, unassigned, stickiness
+FROM rebalance_history
+WHERE group_id = :group AND {{window}}
+ORDER BY generation
+"""
+
+_HOLDINGS_SQL = f"""
+SELECT generation, member_id, group_instance_id, size(partitions) AS units
+FROM {ASSIGNMENTS}
+WHERE group_id = :group AND {{window}}
+ORDER BY generation, member_id
+"""
+
+_PLACEMENTS_SQL = f"""
+SELECT generation, member_id, tp.topic AS topic, tp.partition AS partition
+FROM {ASSIGNMENTS} LATERAL VIEW explode(partitions) exploded AS tp
+WHERE group_id = :group AND {{window}}
+ORDER BY generation, topic, partition
+"""
+
+_MEMBER_EVENTS_SQL = f"""
+SELECT event_time, member_id, event, group_instance_id, reason, previous_member_id, late
+FROM {MEMBER_EVENTS}
+WHERE group_id = :group AND member_id IS NOT NULL AND {{window}}
+ORDER BY event_time, member_id, event
+"""
+
+#: The alerts table's columns the report shows, in this order (others are ignored).
+ALERT_COLUMNS = ("alert_id", "rule", "subject", "severity", "status", "value", "threshold",
+                 "fired_at", "resolved_at", "generation", "summary")
+
+
+def load_group_history(spark, output: OutputConfig, group_id: str, window: TimeWindow) -> GroupHistory:
+    """Read the group's history; the tables and views must be registered (streaming.views)."""
+
+    def frame(sql: str, column: str = "event_time") -> pd.DataFrame:
+        return spark.sql(sql.format(window=window.sql_condition(column)), args={"group": group_id}).toPandas()
+
+    generations = frame(_GENERATIONS_SQL, "event_time_ms")
+    if generations.empty:
+        raise NoGroupHistoryError(_no_history_message(spark, output, group_id, window))
+    holdings = frame(_HOLDINGS_SQL)
+    group_type = str(generations.iloc[-1]["group_type"] or "consumer")
+    placements = frame(_PLACEMENTS_SQL) if group_type in PLACEMENT_GROUP_TYPES else None
+    return GroupHistory(group_id=group_id, window=window, root=output.table_path(""), generations=generations,
+                        holdings=holdings, placements=placements, member_events=frame(_MEMBER_EVENTS_SQL),
+                        alerts=_load_alerts(spark, output, group_id, window))
+
+
+def _no_history_message(spark, output: OutputConfig, group_id: str, window: TimeWindow) -> str:
+    tables = f"{BALANCE_METRICS}, {ASSIGNMENTS} and {MEMBER_EVENTS} under {output.table_path('')}"
+    total = spark.sql(f"SELECT count(*) FROM {BALANCE_METRICS} WHERE group_id = :group",
+                      args={"group": group_id}).first()[0]
+    if total:
+        return (f"group {group_id!r} has {total} generation(s) in {tables}, "
+                f"but none {window.describe()}")
+    return f"no history for group {group_id!r}: it has no generations in {tables}"
+
+
+def _load_alerts(spark, output: OutputConfig, group_id: str, window: TimeWindow) -> pd.DataFrame | None:
+    """The group's alerts that fired in the window or were still open in it; None without the table."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    from pyspark.sql.utils import AnalysisException
+
+    try:
+        df = spark.read.format("delta").load(output.table_path(ALERTS))
+    except AnalysisException:  # no alerts table where the job writes (older job, or alerting off)
+        return None
+    df = df.where(F.col("group_id") == F.lit(group_id))
+    columns = []
+    for name in ALERT_COLUMNS:
+        if name not in df.columns:
+            columns.append(F.lit(None).alias(name))
+        elif name in ("fired_at", "resolved_at") and isinstance(df.schema[name].dataType,
+                                                                  (T.TimestampType, T.TimestampNTZType)):
+            columns.append(F.unix_millis(F.col(name)).alias(name))  # the report's times are epoch ms
+        else:
+            columns.append(F.col(name))
+    df = df.select(*columns)
+    if window.until_ms is not None:
+        df = df.where(F.col("fired_at").isNull() | (F.col("fired_at") <= window.until_ms))
+    if window.since_ms is not None:
+        df = df.where(F.col("resolved_at").isNull() | (F.col("resolved_at") >= window.since_ms))
+    return df.orderBy("fired_at", "alert_id").toPandas()
