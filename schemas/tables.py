@@ -17,6 +17,10 @@ BALANCE_METRICS = "balance_metrics"
 MEMBER_EVENTS = "member_events"
 REJECTED_EVENTS = "rejected_events"
 INGEST_METRICS = "ingest_metrics"
+ASSIGNMENT_CHECKS = "assignment_checks"
+
+PARTITION_DIFFERENCE = Struct((("topic", "string"), ("partition", "int"), ("computed_member", "string"),
+                               ("actual_member", "string")))
 
 _GEN = (
     Field("group_id", "string", "The group."),
@@ -93,6 +97,21 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("record_key", "string", "Record key."),
         Field("raw_value", "string", "The record value as received."),
         Field("reason", "string", "What is wrong with it."),
+    ),
+    ASSIGNMENT_CHECKS: (
+        Field("group_id", "string", "A group the collector observes in a live cluster."),
+        Field("generation", "long", "The monitor's generation compared (its own count, not the coordinator's)."),
+        Field("event_time", "long", "Event time of the newest observation or generation in the comparison."),
+        Field("agrees", "boolean", "The monitor's computed assignment equals the group's actual one: "
+              "every partition has the same owner and both sides have the same members."),
+        Field("members_compared", "int", "Members on either side."),
+        Field("partitions_compared", "int", "Partitions assigned on either side."),
+        Field("differing", Array(PARTITION_DIFFERENCE), "Each partition whose owner differs: the member "
+              "the monitor computed and the member that actually holds it (null = nobody)."),
+        Field("unmatched_members", Array("string"), "Members known to only one side."),
+        Field("computed_assignor", "string", "The assignor the monitor ran (Kafka name)."),
+        Field("reported_assignor", "string", "The assignor as the coordinator reports it."),
+        Field("group_state", "string", "The coordinator's group state at the observation (STABLE)."),
     ),
     INGEST_METRICS: (
         Field("batch_id", "long", "Micro-batch id."),

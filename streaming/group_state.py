@@ -20,6 +20,10 @@ depend only on the events, never on how they were split into micro-batches:
   ``cooperative_followup_ms`` later, assigns them.
 * Events older than what the group has applied are late: they are applied at the group's current
   time and flagged, never dropped.
+* A group the collector observes in a live cluster (events with ``source: "collector"``) is judged
+  by its coordinator: its members never expire here (the collector reports their departure), its
+  assignor starts from the actual assignment observed before the change, and each settled
+  observation is compared with the computed generation (``assignment_checks``).
 
 Heartbeats are the bulk of the traffic, so they never go through the per-event loop: they are
 reduced per member with NumPy (last heartbeat, and the first gap longer than the session timeout).
@@ -40,6 +44,8 @@ from assignors import COOPERATIVE_ASSIGNORS, GroupSpec, MemberSpec, TopicPartiti
 from assignors.errors import RebalanceMonitorError
 from assignors.metrics import balance_metrics
 from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
+
+from .assignment_check import differing_partitions, fingerprint, is_settled, owners
 
 HOUR_MS = 3_600_000
 #: How many membership event ids a group remembers to recognise redeliveries.
@@ -76,9 +82,12 @@ class Member:
     #: monitor has computed an assignment for it (a monitor attached to a running group).
     reported_owned: tuple[TopicPartition, ...] = ()
     reported_generation: int = -1
+    #: False for members reported by the collector: the coordinator decides their liveness and the
+    #: collector reports their departure, so a pause in its polls can never expire them here.
+    expires: bool = True
 
-    def deadline(self) -> int:
-        return self.last_seen + self.session_timeout_ms
+    def deadline(self) -> int | None:
+        return self.last_seen + self.session_timeout_ms if self.expires else None
 
 
 @dataclass
@@ -87,6 +96,9 @@ class PendingRebalance:
     deadline: int
     trigger: str
     trigger_member: str | None
+    #: For collector-fed groups: the actual assignment observed before the change that opened the
+    #: rebalance, which is what the real group's assignor starts from.
+    owned_snapshot: dict[str, list[TopicPartition]] | None = None
 
 
 @dataclass
@@ -115,6 +127,16 @@ class GroupState:
     #: The event-time timer registered for the group in Spark, if any (kept here so the job need
     #: not ask Spark for it).
     timer_at: int | None = None
+    #: Set once an event came from the collector: the group is a live cluster's group.
+    collector_fed: bool = False
+    #: The actual assignment the collector reported last (KIP-848: the target assignment).
+    observed: dict[str, list[TopicPartition]] = field(default_factory=dict)
+    observed_group_state: str | None = None
+    observed_assignor: str | None = None
+    #: Event time of the newest observation or generation not yet compared; None when up to date.
+    check_due_at: int | None = None
+    #: Generation and observed assignment of the last comparison written, so each is written once.
+    last_check: str | None = None
 
 
 @dataclass
@@ -172,6 +194,8 @@ class _Run:
 
     def expiry_of(self, member: Member) -> int:
         """When the member expires given its heartbeats in this batch: the first gap too long."""
+        if not member.expires:
+            return math.inf
         st = member.session_timeout_ms
         hbs = self.hb_by_member.get(member.member_id)
         if hbs is None or len(hbs) == 0:
@@ -199,8 +223,10 @@ class _Run:
     # -- changes --------------------------------------------------------------------------------
 
     def change(self, at: int, trigger: str, member_id: str | None) -> None:
-        if self.s.pending is None:
-            self.s.pending = PendingRebalance(at, at + self.settings.coalesce_ms, trigger, member_id)
+        s = self.s
+        if s.pending is None:
+            snapshot = {m: list(tps) for m, tps in s.observed.items()} if s.collector_fed else None
+            s.pending = PendingRebalance(at, at + self.settings.coalesce_ms, trigger, member_id, snapshot)
 
     def member_event(self, event: Mapping, kind: str, at: int, late: bool, member: Member | None = None,
                      previous_member_id: str | None = None) -> None:
@@ -221,6 +247,60 @@ class _Run:
         }))
 
     def apply_membership(self, e: Mapping, late: bool) -> None:
+        self._apply_membership(e, late)
+        if e.get("source") == "collector":
+            self.observe(e, max(int(e["event_time"]), self.s.frontier) if late else int(e["event_time"]))
+
+    def observe(self, e: Mapping, at: int) -> None:
+        """Record what the collector saw of the live group, after the event itself was applied (so
+        a rebalance the event opened starts from the observations before it)."""
+        s = self.s
+        s.collector_fed = True
+        if e.get("group_state"):
+            s.observed_group_state = e["group_state"]
+        if e.get("partition_assignor"):
+            s.observed_assignor = e["partition_assignor"]
+        member_id = e.get("member_id")
+        if e["type"] == "leave":
+            s.observed.pop(member_id, None)
+        elif member_id:
+            actual = e.get("target_partitions")
+            if actual is None:
+                actual = e.get("owned_partitions")
+            if actual is not None:
+                s.observed[member_id] = [TopicPartition(p["topic"], int(p["partition"])) for p in actual]
+        s.check_due_at = at
+
+    def check_agreement(self) -> None:
+        """Compare the computed generation with the observed assignment, once the group is settled
+        on both sides: no rebalance pending here, and the coordinator reports it stable."""
+        s = self.s
+        if s.check_due_at is None or s.pending is not None or s.generation == 0:
+            return
+        if not is_settled(s.observed_group_state):
+            return
+        at, s.check_due_at = s.check_due_at, None
+        key = f"{s.generation}:{fingerprint(s.observed)}"
+        if key == s.last_check:
+            return
+        s.last_check = key
+        differing = differing_partitions(s.assignment, s.observed)
+        unmatched = sorted(set(s.members) ^ set(s.observed))
+        self.out.append(Output("assignment_checks", {
+            "group_id": s.group_id, "generation": s.generation, "event_time": at,
+            "agrees": not differing and not unmatched,
+            "members_compared": len(set(s.members) | set(s.observed)),
+            "partitions_compared": len(owners(s.assignment).keys() | owners(s.observed).keys()),
+            "differing": differing, "unmatched_members": unmatched,
+            "computed_assignor": self.assignor_name(), "reported_assignor": s.observed_assignor,
+            "group_state": s.observed_group_state,
+        }))
+
+    def assignor_name(self) -> str:
+        s = self.s
+        return s.assignor or ("cooperative-sticky" if s.protocol == "cooperative" else "range")
+
+    def _apply_membership(self, e: Mapping, late: bool) -> None:
         s = self.s
         at = max(int(e["event_time"]), s.frontier) if late else int(e["event_time"])
         kind = e["type"]
@@ -264,6 +344,7 @@ class _Run:
                 reported_owned=tuple(TopicPartition(p["topic"], int(p["partition"]))
                                      for p in (e.get("owned_partitions") or ())),
                 reported_generation=int(e["generation"]) if e.get("generation") is not None else -1,
+                expires=e.get("source") != "collector",
             )
             s.members[member_id] = member
             self.member_event(e, "joined", at, late, member)
@@ -272,7 +353,7 @@ class _Run:
             return
 
         if current is None:  # an update of a member the group does not know: treat it as a join
-            self.apply_membership({**e, "type": "join"}, late)
+            self._apply_membership({**e, "type": "join"}, late)
             return
         # join of a known member, or update: a rebalance only if what the assignor sees changed.
         current.last_seen = max(current.last_seen, at)
@@ -334,18 +415,24 @@ class _Run:
         s = self.s
         pending = s.pending
         s.pending = None
-        assignor = s.assignor or ("cooperative-sticky" if s.protocol == "cooperative" else "range")
+        assignor = self.assignor_name()
         two_phase = s.protocol == "cooperative" or assignor in TWO_PHASE_ASSIGNORS
 
+        # What each member holds going in: the monitor's own previous generation, or for a live
+        # cluster's group the actual assignment observed before the change (the real assignor's
+        # input, so a divergence is never carried from one generation to the next).
+        held = s.assignment
+        if pending is not None and pending.owned_snapshot is not None and s.generation > 0:
+            held = pending.owned_snapshot
         previous_owner: dict[TopicPartition, str] = {}
-        for mid, tps in s.assignment.items():
+        for mid, tps in held.items():
             for tp in tps:
                 previous_owner.setdefault(tp, mid)
         duplicates: set[TopicPartition] = set()
         members = []
         for m in s.members.values():
-            known = m.member_id in s.assignment
-            owned = tuple(s.assignment[m.member_id]) if known else m.reported_owned
+            known = m.member_id in held
+            owned = tuple(held[m.member_id]) if known else m.reported_owned
             if not known:
                 for tp in m.reported_owned:
                     if tp in previous_owner and previous_owner[tp] != m.member_id:
@@ -384,7 +471,7 @@ class _Run:
         base = {"group_id": s.group_id, "generation": generation, "event_time": at}
 
         new_owner = {tp: mid for mid, tps in new_assignment.items() for tp in tps}
-        for mid, tps in s.assignment.items():
+        for mid, tps in held.items():
             member = s.members.get(mid)
             kept = set(new_assignment.get(mid, ()))
             for tp in tps:
@@ -433,6 +520,8 @@ class _Run:
         if transferring:
             s.pending = PendingRebalance(at, at + self.settings.cooperative_followup_ms,
                                          "cooperative_followup", None)
+        if s.collector_fed:
+            s.check_due_at = at
 
 
 def _withhold_moving_partitions(assignment: dict[str, list[TopicPartition]], previous_owner: Mapping,
@@ -525,6 +614,8 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
         next_expiry = expiry[0] if expiry else math.inf
         next_rebalance = s.pending.deadline if s.pending else math.inf
         horizon = min(next_event, next_expiry, next_rebalance)
+        if s.check_due_at is not None and horizon > s.check_due_at:
+            run.check_agreement()  # everything at the observation's time has been applied
         if horizon > safe:
             break
         if next_rebalance <= next_event and next_rebalance <= next_expiry:
@@ -559,7 +650,7 @@ def next_deadline(state: GroupState, settings: EngineSettings = EngineSettings()
     candidates: list[int] = []
     if state.pending:
         candidates.append(state.pending.deadline)
-    candidates.extend(m.deadline() for m in state.members.values())
+    candidates.extend(d for d in (m.deadline() for m in state.members.values()) if d is not None)
     if state.buffered_events:
         candidates.append(min(int(e["event_time"]) for e in state.buffered_events))
     return min(candidates) if candidates else None

@@ -20,7 +20,7 @@ from .config import OutputConfig
 from .processor import STATS_TABLE
 
 OUTPUT_TABLES = (tables.ASSIGNMENTS, tables.REVOCATIONS, tables.BALANCE_METRICS, tables.MEMBER_EVENTS,
-                 tables.REJECTED_EVENTS)
+                 tables.REJECTED_EVENTS, tables.ASSIGNMENT_CHECKS)
 _STATS_COLUMNS = ("records", "membership_accepted", "heartbeats_accepted", "late", "rejected",
                   "unknown_member_heartbeats")
 

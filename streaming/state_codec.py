@@ -15,7 +15,7 @@ from assignors import TopicPartition, TopicSpec
 
 from .group_state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def _encode_assignment(assignment: dict[str, list[TopicPartition]]) -> dict:
@@ -44,11 +44,13 @@ def encode_state(state: GroupState) -> bytes:
                    for t in state.topics.values()],
         "members": [[m.member_id, list(m.topics), m.joined_at, m.last_seen, m.session_timeout_ms,
                      m.group_instance_id, m.client_id, m.host, m.rack,
-                     [[tp.topic, tp.partition] for tp in m.reported_owned], m.reported_generation]
+                     [[tp.topic, tp.partition] for tp in m.reported_owned], m.reported_generation, m.expires]
                     for m in state.members.values()],
         "generation": state.generation,
         "assignment": _encode_assignment(state.assignment),
-        "pending": ([state.pending.start, state.pending.deadline, state.pending.trigger, state.pending.trigger_member]
+        "pending": ([state.pending.start, state.pending.deadline, state.pending.trigger, state.pending.trigger_member,
+                     _encode_assignment(state.pending.owned_snapshot)
+                     if state.pending.owned_snapshot is not None else None]
                     if state.pending else None),
         "frontier": state.frontier,
         "clock": state.clock,
@@ -58,6 +60,12 @@ def encode_state(state: GroupState) -> bytes:
         "seen_event_ids": list(state.seen_event_ids),
         "failed_rebalances": state.failed_rebalances,
         "timer_at": state.timer_at,
+        "collector_fed": state.collector_fed,
+        "observed": _encode_assignment(state.observed),
+        "observed_group_state": state.observed_group_state,
+        "observed_assignor": state.observed_assignor,
+        "check_due_at": state.check_due_at,
+        "last_check": state.last_check,
     }
     return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
 
@@ -68,10 +76,14 @@ def decode_state(blob: bytes) -> GroupState:
         raise ValueError(f"group state format {data.get('v')!r} is not {FORMAT_VERSION}: "
                          f"this job cannot read a checkpoint written by another version")
     members = {}
-    for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen) in data["members"]:
+    for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen, expires) in data["members"]:
         members[mid] = Member(mid, tuple(topics), joined, last_seen, st, gid, client_id, host, rack,
-                              tuple(TopicPartition(t, p) for t, p in owned), gen)
-    pending = PendingRebalance(*data["pending"]) if data["pending"] else None
+                              tuple(TopicPartition(t, p) for t, p in owned), gen, expires)
+    pending = None
+    if data["pending"]:
+        start, deadline, trigger, trigger_member, snapshot = data["pending"]
+        pending = PendingRebalance(start, deadline, trigger, trigger_member,
+                                   _decode_assignment(snapshot) if snapshot is not None else None)
     return GroupState(
         group_id=data["group_id"],
         group_type=data["group_type"],
@@ -90,5 +102,11 @@ def decode_state(blob: bytes) -> GroupState:
         recent_rebalances=data["recent_rebalances"],
         seen_event_ids=deque(data["seen_event_ids"], maxlen=SEEN_EVENT_IDS),
         failed_rebalances=data["failed_rebalances"],
-        timer_at=data.get("timer_at"),
+        timer_at=data["timer_at"],
+        collector_fed=data["collector_fed"],
+        observed=_decode_assignment(data["observed"]),
+        observed_group_state=data["observed_group_state"],
+        observed_assignor=data["observed_assignor"],
+        check_due_at=data["check_due_at"],
+        last_check=data["last_check"],
     )

@@ -67,6 +67,27 @@ def static_bounce_story():
     return in_time_order(events)
 
 
+def collector_observation(t, kind, member, owned=(), state="STABLE", assignor="range", topic="t0"):
+    """A collector event: the member as DescribeGroups showed it at poll time t."""
+    e = {"event_id": f"{t:08d}-{kind}-{member}", "event_time": t, "type": kind, "member_id": member,
+         "source": "collector", "group_state": state, "partition_assignor": assignor, "group_protocol": "classic"}
+    if kind != "leave":
+        e.update(topics=[topic], assignor=assignor, protocol="eager", session_timeout_ms=10_000,
+                 owned_partitions=[{"topic": topic, "partition": p} for p in owned])
+    return e
+
+
+def real_range_group():
+    """a alone holds 0-5; b joins (coordinator rebalancing); then both settle as range gives."""
+    events = [workload(0), collector_observation(1_000, "join", "a", range(6))]
+    events += heartbeats(["a"], 1_000, 5_000, every=500)
+    events += [collector_observation(5_000, "join", "b", (), state="PREPARING_REBALANCE")]
+    events += [collector_observation(5_500, "update", "a", (0, 1, 2)),
+               collector_observation(5_500, "update", "b", (3, 4, 5))]
+    events += heartbeats(["a", "b"], 5_000, 12_000, every=500)
+    return in_time_order(events)
+
+
 def to_records(story, group_id, start_ms):
     """(membership records, heartbeat records) as (key, value) pairs for the Kafka topics."""
     membership, beats = [], []

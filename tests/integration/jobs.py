@@ -7,8 +7,7 @@ from streaming.config import Config, JobConfig
 from streaming.job import start_query
 from streaming.kafka_io import ensure_topics, produce
 
-ALL_TABLES = (tables.ASSIGNMENTS, tables.REVOCATIONS, tables.BALANCE_METRICS, tables.MEMBER_EVENTS,
-              tables.REJECTED_EVENTS, tables.INGEST_METRICS)
+ALL_TABLES = tuple(tables.TABLES)
 #: Columns that are measurements, not history: they may differ between two runs over the same events.
 MEASURED = {"assignor_ms"}
 

@@ -1,0 +1,95 @@
+"""Groups observed by the collector in a live cluster: the coordinator decides liveness, the
+assignor starts from the actual assignment, and every settled observation is compared with the
+monitor's computed generation (the ``assignment_checks`` rows)."""
+
+from __future__ import annotations
+
+from streaming.group_state import GroupState
+
+from tests.stories import collector_observation as observed
+from tests.stories import heartbeats, in_time_order, real_range_group, workload
+from tests.streaming.test_group_state import generations, rows, run_batches
+
+
+def test_a_settled_observation_equal_to_the_computed_generation_agrees():
+    outputs, state = run_batches([real_range_group()])
+    checks = rows(outputs, "assignment_checks")
+    assert [(c["generation"], c["agrees"], c["differing"], c["unmatched_members"]) for c in checks] == [
+        (1, True, [], []), (2, True, [], [])]
+    assert checks[1]["members_compared"] == 2 and checks[1]["partitions_compared"] == 6
+    assert checks[1]["computed_assignor"] == "range" and checks[1]["reported_assignor"] == "range"
+    # The generation is computed when the coalescing window closes, after the settled observation.
+    assert checks[1]["event_time"] == 6_000
+
+
+def test_a_different_actual_assignment_is_reported_partition_by_partition():
+    story = [e for e in real_range_group() if not (isinstance(e, dict) and e["event_time"] == 5_500)]
+    story += [observed(5_500, "update", "a", (0, 1, 2, 3)), observed(5_500, "update", "b", (4, 5))]
+    outputs, _ = run_batches([in_time_order(story)])
+    last = rows(outputs, "assignment_checks")[-1]
+    assert last["agrees"] is False
+    assert last["differing"] == [{"topic": "t0", "partition": 3, "computed_member": "b", "actual_member": "a"}]
+
+
+def test_mid_rebalance_observations_are_not_compared_and_repeats_are_written_once():
+    story = real_range_group()
+    # The same settled view polled again and again: no new comparison.
+    story += [observed(t, "update", "a", (0, 1, 2)) for t in (8_000, 9_000)]
+    story += [observed(10_000, "update", "a", (0, 1, 2), state="COMPLETING_REBALANCE")]
+    outputs, _ = run_batches([in_time_order(story)])
+    assert len(rows(outputs, "assignment_checks")) == 2
+
+
+def test_collector_members_never_expire_when_the_collector_goes_quiet():
+    """The broker (or the collector) is unreachable for two minutes: no heartbeats, then they resume."""
+    events = real_range_group()
+    events += heartbeats(["a", "b"], 130_000, 140_000, every=500)
+    outputs, state = run_batches([in_time_order(events)])
+    assert [r["event"] for r in rows(outputs, "member_events") if r["event"] == "expired"] == []
+    assert sorted(state.members) == ["a", "b"]
+    assert max(generations(outputs)) == 2
+
+
+def test_a_vanished_member_leaves_and_its_partitions_move():
+    events = real_range_group()
+    events += [observed(20_000, "leave", "b"), observed(20_500, "update", "a", range(6))]
+    events += heartbeats(["a"], 20_000, 25_000, every=500)
+    outputs, _ = run_batches([in_time_order(events)])
+    assert generations(outputs)[3] == {"a": [0, 1, 2, 3, 4, 5]}
+    assert rows(outputs, "assignment_checks")[-1]["agrees"] is True
+
+
+def test_the_assignor_starts_from_the_actual_assignment_observed_before_the_change():
+    """The live group holds an assignment the monitor would not have computed (a has 0-3, b 4-5);
+    when c joins, sticky starts from what a and b really hold: a gives up two, b none."""
+    def sticky(t, kind, member, owned=(), state="STABLE"):
+        return observed(t, kind, member, owned, state, assignor="sticky")
+
+    events = [workload(0), sticky(1_000, "join", "a", range(4)), sticky(1_000, "join", "b", (4, 5))]
+    events += heartbeats(["a", "b"], 1_000, 5_000, every=500)
+    events += [sticky(5_000, "join", "c", (), state="PREPARING_REBALANCE")]
+    events += heartbeats(["a", "b", "c"], 5_000, 9_000, every=500)
+    outputs, _ = run_batches([in_time_order(events)])
+    gens = generations(outputs)
+    # Generation 1 starts from what the members reported and balances it (a real sticky group would
+    # never hold a: 0-3, b: 4-5, so the first comparison disagrees on partition 3).
+    assert gens[1] == {"a": [0, 1, 2], "b": [3, 4, 5]}
+    assert rows(outputs, "assignment_checks")[0]["differing"] == [
+        {"topic": "t0", "partition": 3, "computed_member": "b", "actual_member": "a"}]
+    # Generation 2 starts from the observation (a: 0-3, b: 4-5; the collector has seen no change
+    # since), not from the monitor's generation 1: a gives 2 and 3 to c, b keeps 4 and 5.
+    revoked = sorted((r["member_id"], r["partition"], r["to_member"])
+                     for r in rows(outputs, "revocations") if r["generation"] == 2)
+    assert revoked == [("a", 2, "c"), ("a", 3, "c")]
+    assert gens[2] == {"a": [0, 1], "b": [4, 5], "c": [2, 3]}
+
+
+def test_the_check_state_survives_the_state_store_round_trip_between_batches():
+    story = real_range_group()
+    one_batch, _ = run_batches([story])
+    split = [[e for e in story if (e["event_time"] if isinstance(e, dict) else e[2]) < cut]
+             for cut in (5_200, 100_000)]
+    split[1] = [e for e in story if (e["event_time"] if isinstance(e, dict) else e[2]) >= 5_200]
+    many, state = run_batches(split)
+    assert rows(many, "assignment_checks") == rows(one_batch, "assignment_checks")
+    assert isinstance(state, GroupState) and state.collector_fed and state.observed["b"]
