@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import check_unique_member_ids, paused_gc, split_by_owner
+from .._common import check_unique_member_ids, paused_gc, split_by_owner, topic_partitions
 from ..model import GroupAssignment, GroupSpec, TopicPartition
 from ._constrained import build_constrained
 from ._draft import Draft
@@ -75,15 +75,17 @@ def assign_cooperative_sticky(spec: GroupSpec) -> GroupAssignment:
 def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
     check_unique_member_ids(spec)
     members = spec.members
-    empty_answer = {m.member_id: [] for m in members}
     layout = build_layout(spec)
     if not members or layout.total == 0:
-        return GroupAssignment(assignment=empty_answer)
-    visit = hashmap_visit_order([m.member_id for m in members])
+        return GroupAssignment(assignment={m.member_id: [] for m in members})
     claims = collect_claims(members, layout)
-    resolve_ownership(members, visit, claims)
     racks = rack_info(spec, members, layout)
-    if subscriptions_equal(layout.subscriptions):
+    equal = subscriptions_equal(layout.subscriptions)
+    if equal and len(claims.g) == 0 and not racks.active:
+        return _first_constrained_answer(members, layout)
+    visit = hashmap_visit_order([m.member_id for m in members])
+    resolve_ownership(members, visit, claims)
+    if equal:
         subscribed = np.array([bool(m.topics) for m in members], dtype=bool)
         visit_subscribed = visit[subscribed[visit]]
         draft = build_constrained(
@@ -92,6 +94,29 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
     else:
         draft = build_general(members, layout, claims, racks, cooperative, visit)
     return _answer(spec, layout, claims, draft, cooperative)
+
+
+def _first_constrained_answer(members, layout) -> GroupAssignment:
+    """The constrained builder's answer when nobody owns anything and racks play no part.
+
+    Then every participant starts under ``minQuota`` (or, when there are fewer partitions than
+    participants, in the exactly-min queue), both queues are sorted by member id, and Kafka's
+    round robin deals partition ``k`` (in (topic, partition) order) to the ``k % n``-th participant
+    by member id; the leftovers past ``n * minQuota`` continue the same cycle. So each list is one
+    strided slice of the partitions, already in Kafka's order; the visit order, the claim
+    bookkeeping and the per-partition owner arrays are not needed (tests compare this path with
+    the full builder).
+    """
+    ids = [m.member_id for m in members]
+    participants = sorted((i for i, m in enumerate(members) if m.topics), key=ids.__getitem__)
+    objs: list[TopicPartition] = []
+    for name, count in zip(layout.topics, layout.counts.tolist()):
+        objs += topic_partitions(name, range(count))
+    n = len(participants)
+    lists: list[list[TopicPartition]] = [[] for _ in members] if n < len(members) else [None] * n
+    for rank, position in enumerate(participants):
+        lists[position] = objs[rank::n]
+    return GroupAssignment(assignment=dict(zip(ids, lists)))
 
 
 def _answer(spec: GroupSpec, layout, claims, draft: Draft, cooperative: bool) -> GroupAssignment:

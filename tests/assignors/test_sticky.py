@@ -366,3 +366,47 @@ def test_claim_of_a_partition_number_the_topic_lacks_is_ignored():
     spec = group([member("c1", ["t"], ["t-7", "t-1"], 1), member("c2", ["t"])], {"t": 2})
     result = assign_sticky(spec).assignment
     assert result == {"c1": tps("t-1"), "c2": tps("t-0")}
+
+
+def _through_the_constrained_builder(spec: GroupSpec):
+    """The constrained builder's answer, bypassing the first-assignment shortcut."""
+    from assignors.sticky import _answer
+    from assignors.sticky._constrained import build_constrained
+    from assignors.sticky._layout import build_layout, collect_claims
+    from assignors.sticky._ownership import resolve_ownership
+    from assignors.sticky._racks import rack_info
+
+    members = spec.members
+    layout = build_layout(spec)
+    claims = collect_claims(members, layout)
+    visit = hashmap_visit_order([m.member_id for m in members])
+    resolve_ownership(members, visit, claims)
+    subscribed = np.array([bool(m.topics) for m in members], dtype=bool)
+    draft = build_constrained(
+        members, np.flatnonzero(subscribed), visit[subscribed[visit]], layout, claims,
+        rack_info(spec, members, layout), spec.group_id,
+    )
+    return _answer(spec, layout, claims, draft, cooperative=True)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_first_assignment_shortcut_equals_the_constrained_builder(seed):
+    # With nothing owned and no racks the facade deals strided slices instead of running the
+    # builder; lists and their order must be the builder's, for more or fewer partitions than members.
+    rng = np.random.default_rng(seed)
+    n_members = int(rng.integers(1, 40))
+    topics = {f"t{i}": int(rng.integers(0, 12)) for i in range(int(rng.integers(1, 6)))}
+    if not any(topics.values()):
+        topics["t0"] = 1
+    names = list(topics)
+    ids = [f"c{int(x)}" for x in rng.choice(1000, size=n_members, replace=False)]
+    members = [member(mid, [] if rng.random() < 0.1 else rng.permutation(names).tolist()) for mid in ids]
+    if not any(m.topics for m in members):
+        members[0] = member(ids[0], names)
+    spec = group(members, topics)
+    expected = _through_the_constrained_builder(spec).assignment
+    assert assign_sticky(spec).assignment == expected
+    shortcut = assign_cooperative_sticky(spec)
+    assert shortcut.assignment == expected
+    assert shortcut.transferring == {}
+    assert sum(len(v) for v in expected.values()) == sum(topics.values())
