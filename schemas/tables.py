@@ -18,6 +18,7 @@ MEMBER_EVENTS = "member_events"
 REJECTED_EVENTS = "rejected_events"
 INGEST_METRICS = "ingest_metrics"
 ASSIGNMENT_CHECKS = "assignment_checks"
+ALERTS = "alerts"
 
 PARTITION_DIFFERENCE = Struct((("topic", "string"), ("partition", "int"), ("computed_member", "string"),
                                ("actual_member", "string")))
@@ -112,6 +113,24 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("computed_assignor", "string", "The assignor the monitor ran (Kafka name)."),
         Field("reported_assignor", "string", "The assignor as the coordinator reports it."),
         Field("group_state", "string", "The coordinator's group state at the observation (STABLE)."),
+    ),
+    ALERTS: (
+        Field("alert_id", "string", "Stable id of the condition: rule, group and subject. Every episode of the "
+              "same condition, firing and resolved, has it (the webhook's fingerprint derives from the same labels)."),
+        Field("rule", "string", "imbalance, rebalance_storm, member_flapping, member_expired, "
+              "unassigned_partitions or assignment_disagreement."),
+        Field("group_id", "string", "The group."),
+        Field("subject", "string", "What in the group the alert is about (the member, for member_flapping); "
+              "null for group-wide rules."),
+        Field("severity", "string", "info, warning or critical (from the rule's configuration)."),
+        Field("status", "string", "firing (the episode starts) or resolved (it ends); one row each."),
+        Field("value", "double", "The measured value when the row was written."),
+        Field("threshold", "double", "The rule's threshold for the group (after overrides)."),
+        Field("fired_at", "long", "Event time (epoch ms) at which the episode started."),
+        Field("resolved_at", "long", "Event time at which it ended; null on the firing row."),
+        Field("generation", "long", "The group's generation when the row was written."),
+        Field("summary", "string", "One line for humans."),
+        Field("description", "string", "Details: the measurements and thresholds."),
     ),
     INGEST_METRICS: (
         Field("batch_id", "long", "Micro-batch id."),

@@ -95,6 +95,41 @@ class JobConfig:
 
 
 @dataclass(frozen=True)
+class AlertsConfig:
+    """``[alerts]``: the rules (see :mod:`streaming.alert_rules`) and, optionally, the webhook."""
+    rules: Any = None  # AlertRules; imported lazily so the config does not pull in the engine
+    webhook: Any = None  # WebhookConfig or None
+    #: Local directory of the webhook's outbox (undelivered alerts survive a restart there);
+    #: default: <checkpoint>-alert-outbox beside a local checkpoint.
+    outbox: str | None = None
+
+    def outbox_dir(self, output: "OutputConfig") -> str:
+        if self.outbox:
+            return str(Path(self.outbox).resolve())
+        if "://" in output.checkpoint:
+            raise ConfigError("alerts.outbox: the checkpoint is not on the local file system; set a local "
+                              "directory for the webhook's outbox")
+        return output.checkpoint_path.rstrip("/") + "-alert-outbox"
+
+
+def _parse_alerts(data: Any, source: str) -> AlertsConfig:
+    from .alert_delivery import WebhookConfig
+    from .alert_rules import AlertConfigError, parse_alert_rules
+
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: [alerts] must be a table")
+    try:
+        rules = parse_alert_rules({k: v for k, v in data.items() if k != "outbox"}, f"{source}: alerts")
+    except AlertConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    webhook = WebhookConfig.from_mapping(data["webhook"], f"{source}: alerts.webhook") if "webhook" in data else None
+    outbox = data.get("outbox")
+    if outbox is not None:
+        _check_type(f"{source}: alerts.outbox", outbox, "str")
+    return AlertsConfig(rules=rules, webhook=webhook, outbox=outbox)
+
+
+@dataclass(frozen=True)
 class SparkConfig:
     master: str = "local[2]"
     conf: Mapping[str, str] = field(default_factory=dict)
@@ -106,6 +141,15 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     job: JobConfig = field(default_factory=JobConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    alerts: AlertsConfig = field(default_factory=AlertsConfig)
+
+    def engine_settings(self):
+        """What the per-group engine needs: the [job] timings and the alert rules."""
+        from dataclasses import replace as _replace
+
+        from .alert_rules import AlertRules
+
+        return _replace(self.job.engine_settings(), alert_rules=self.alerts.rules or AlertRules())
 
     def with_overrides(self, *, bootstrap_servers: str | None = None, membership_topic: str | None = None,
                        heartbeat_topic: str | None = None, output: str | None = None,
@@ -139,8 +183,11 @@ def _check_type(path: str, value: Any, expected: Any) -> Any:
 def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
     sections = {}
     for name, value in data.items():
+        if name == "alerts":
+            sections[name] = _parse_alerts(value, source)
+            continue
         if name not in _SECTIONS:
-            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}")
+            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}, alerts")
         if not isinstance(value, Mapping):
             raise ConfigError(f"{source}: [{name}] must be a table")
         cls = _SECTIONS[name]

@@ -45,6 +45,8 @@ from assignors.errors import RebalanceMonitorError
 from assignors.metrics import balance_metrics
 from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
 
+from .alert_rules import AlertRules
+from .alerts import ALERTS_TABLE, AlertEvaluator, AlertState
 from .assignment_check import differing_partitions, fingerprint, is_settled, owners
 
 HOUR_MS = 3_600_000
@@ -65,6 +67,7 @@ class EngineSettings:
     #: read at different speeds, so a group whose heartbeats are merely not read yet is never
     #: expired for it, and Spark drops no heartbeat as late unless it is this far behind.
     idle_group_grace_ms: int = 30_000
+    alert_rules: AlertRules = field(default_factory=AlertRules)
 
 
 @dataclass
@@ -137,6 +140,7 @@ class GroupState:
     check_due_at: int | None = None
     #: Generation and observed assignment of the last comparison written, so each is written once.
     last_check: str | None = None
+    alerts: AlertState = field(default_factory=AlertState)
 
 
 @dataclass
@@ -171,6 +175,7 @@ class _Run:
         self.expiry_heap: list[tuple[int, str, int]] = []
         self.versions: dict[str, int] = {}
         self.left_or_expired: set[str] = set()
+        self.alerts = alert_evaluator(state, settings, lambda row: self.out.append(Output(ALERTS_TABLE, row)))
 
     # -- heartbeats -----------------------------------------------------------------------------
 
@@ -245,6 +250,8 @@ class _Run:
             "late": late,
             "generation_before": self.s.generation,
         }))
+        if kind in _MEMBER_CHANGES:
+            self.alerts.on_member_change(at, _identity(m, event))
 
     def apply_membership(self, e: Mapping, late: bool) -> None:
         self._apply_membership(e, late)
@@ -295,6 +302,7 @@ class _Run:
             "computed_assignor": self.assignor_name(), "reported_assignor": s.observed_assignor,
             "group_state": s.observed_group_state,
         }))
+        self.alerts.on_check(at, len(differing) + len(unmatched))
 
     def assignor_name(self) -> str:
         s = self.s
@@ -407,6 +415,7 @@ class _Run:
         member = self.s.members.pop(member_id)
         self.left_or_expired.add(member_id)
         self.member_event({"reason": f"no heartbeat for {member.session_timeout_ms} ms"}, "expired", at, False, member)
+        self.alerts.on_expiry(at, member_id)
         self.change(at, "expiry", member_id)
 
     # -- generations ----------------------------------------------------------------------------
@@ -516,6 +525,8 @@ class _Run:
             "rebalances_last_hour": len(s.recent_rebalances),
             "rebalance_started_at": pending.start if pending else at,
         }))
+        self.alerts.on_generation(at, phase, metrics.members, metrics.imbalance, metrics.max, metrics.mean,
+                                  metrics.unassigned)
         s.assignment = {mid: new_assignment.get(mid, []) for mid in s.members}
         if transferring:
             s.pending = PendingRebalance(at, at + self.settings.cooperative_followup_ms,
@@ -613,12 +624,16 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
         expiry = run.next_expiry()
         next_expiry = expiry[0] if expiry else math.inf
         next_rebalance = s.pending.deadline if s.pending else math.inf
-        horizon = min(next_event, next_expiry, next_rebalance)
+        next_alert = run.alerts.next_deadline()
+        next_alert = math.inf if next_alert is None else next_alert
+        horizon = min(next_event, next_expiry, next_rebalance, next_alert)
         if s.check_due_at is not None and horizon > s.check_due_at:
             run.check_agreement()  # everything at the observation's time has been applied
         if horizon > safe:
             break
-        if next_rebalance <= next_event and next_rebalance <= next_expiry:
+        if next_alert == horizon:  # time-based alert transitions first: a window closes at its end
+            run.alerts.at_deadline(int(next_alert))
+        elif next_rebalance <= next_event and next_rebalance <= next_expiry:
             # A deadline at t takes the events before t; an event at exactly t opens the next one.
             run.rebalance(int(next_rebalance))
         elif next_event <= next_expiry:
@@ -653,4 +668,30 @@ def next_deadline(state: GroupState, settings: EngineSettings = EngineSettings()
     candidates.extend(d for d in (m.deadline() for m in state.members.values()) if d is not None)
     if state.buffered_events:
         candidates.append(min(int(e["event_time"]) for e in state.buffered_events))
+    alert_deadline = alert_evaluator(state, settings, lambda row: None).next_deadline()
+    if alert_deadline is not None:
+        candidates.append(alert_deadline)
     return min(candidates) if candidates else None
+
+
+#: Member events that count towards flapping.
+_MEMBER_CHANGES = frozenset({"joined", "left", "expired", "static_rejoin"})
+
+
+def _identity(member: Member | None, event: Mapping) -> str:
+    """Who a member is across restarts: its static id, else its client id and host, else its id."""
+    if member is not None:
+        instance, client, host, member_id = member.group_instance_id, member.client_id, member.host, member.member_id
+    else:
+        instance, client, host, member_id = (event.get(k) for k in ("group_instance_id", "client_id", "host",
+                                                                     "member_id"))
+    if instance:
+        return instance
+    if client:
+        return f"{client}@{host}" if host else client
+    return str(member_id)
+
+
+def alert_evaluator(state: GroupState, settings: EngineSettings, emit) -> AlertEvaluator:
+    return AlertEvaluator(state.alerts, state.group_id, settings.alert_rules.for_group(state.group_id),
+                          emit, lambda: state.generation)

@@ -60,18 +60,20 @@ def build_history(spark, config: Config):
                                             F.timestamp_millis(F.col("event_time"))))
              .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
     return keyed.groupBy("group_key").transformWithStateInPandas(
-        statefulProcessor=GroupProcessor(config.job.engine_settings()),
+        statefulProcessor=GroupProcessor(config.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
 
 
-def start_query(spark, config: Config, available_now: bool = False):
+def start_query(spark, config: Config, available_now: bool = False, alert_dispatcher=None):
+    """Start the query; ``alert_dispatcher`` (an AlertDispatcher) gets each batch's alert
+    transitions once they are in the alerts table."""
     from streaming.sinks import write_batch
 
     history = build_history(spark, config)
     output = config.output
 
     def sink(batch_df, batch_id: int) -> None:
-        write_batch(batch_df, batch_id, output)
+        write_batch(batch_df, batch_id, output, alert_dispatcher)
 
     writer = (history.writeStream.queryName("rebalance-monitor")
               .foreachBatch(sink)
@@ -86,7 +88,22 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
     from streaming.spark import build_spark_session
 
     spark = build_spark_session(config.spark, extra=extra_spark_conf)
-    query = start_query(spark, config, available_now)
+    dispatcher = None
+    if config.alerts.webhook is not None:
+        from streaming.alert_delivery import AlertDispatcher
+
+        dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output))
+    try:
+        return _run_query(spark, config, available_now, dispatcher)
+    finally:
+        if dispatcher is not None:
+            # Give the webhook a moment for what this run produced; the outbox keeps the rest.
+            dispatcher.wait_until_delivered(timeout_s=10)
+            dispatcher.close()
+
+
+def _run_query(spark, config: Config, available_now: bool, dispatcher) -> int:
+    query = start_query(spark, config, available_now, dispatcher)
     stop_requested = threading.Event()
 
     def request_stop(signum, _frame):

@@ -20,7 +20,7 @@ from .config import OutputConfig
 from .processor import STATS_TABLE
 
 OUTPUT_TABLES = (tables.ASSIGNMENTS, tables.REVOCATIONS, tables.BALANCE_METRICS, tables.MEMBER_EVENTS,
-                 tables.REJECTED_EVENTS, tables.ASSIGNMENT_CHECKS)
+                 tables.REJECTED_EVENTS, tables.ASSIGNMENT_CHECKS, tables.ALERTS)
 _STATS_COLUMNS = ("records", "membership_accepted", "heartbeats_accepted", "late", "rejected",
                   "unknown_member_heartbeats")
 
@@ -48,7 +48,7 @@ def _ingest_row(batch: DataFrame, batch_id: int) -> DataFrame:
     ).select(*[f.name for f in tables.TABLES[tables.INGEST_METRICS]])
 
 
-def write_batch(batch: DataFrame, batch_id: int, output: OutputConfig) -> None:
+def write_batch(batch: DataFrame, batch_id: int, output: OutputConfig, alert_dispatcher=None) -> None:
     batch = batch.persist()
     try:
         present = {r["table"] for r in batch.select("table").distinct().collect()}
@@ -60,5 +60,9 @@ def write_batch(batch: DataFrame, batch_id: int, output: OutputConfig) -> None:
                        for t, df in jobs]
             for future in futures:
                 future.result()
+        if alert_dispatcher is not None and tables.ALERTS in present:
+            # After the table commit and before the batch commit: a crash in between replays the
+            # batch, and the dispatcher's outbox ignores transitions it already holds.
+            alert_dispatcher.submit(r.asDict() for r in _table_rows(batch, tables.ALERTS).collect())
     finally:
         batch.unpersist()

@@ -13,6 +13,7 @@ from collections import deque
 
 from assignors import TopicPartition, TopicSpec
 
+from .alerts import AlertState
 from .group_state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
 
 FORMAT_VERSION = 2
@@ -66,6 +67,7 @@ def encode_state(state: GroupState) -> bytes:
         "observed_assignor": state.observed_assignor,
         "check_due_at": state.check_due_at,
         "last_check": state.last_check,
+        "alerts": state.alerts.to_json(),
     }
     return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
 
@@ -109,4 +111,5 @@ def decode_state(blob: bytes) -> GroupState:
         observed_assignor=data["observed_assignor"],
         check_due_at=data["check_due_at"],
         last_check=data["last_check"],
+        alerts=AlertState.from_json(data["alerts"]),
     )
