@@ -173,7 +173,7 @@ def read_int_map(
         if not is_int(number):
             raise InvalidGroupSpecError(f"{where}[{name!r}]: must be an integer, got {show(number)}")
         if minimum is not None and number < minimum and number not in allowed_below:
-            sentinels = "".join(f" or {s}" for s in sorted(allowed_below))
+            sentinels = "".join(f" or {s}" for s in sorted(allowed_below, reverse=True))
             raise InvalidGroupSpecError(f"{where}[{name!r}]: must be >= {minimum}{sentinels}, got {number}")
         out[name] = number
     return out

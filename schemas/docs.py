@@ -2,6 +2,8 @@
 
 - schemas/membership-event.schema.json, schemas/heartbeat-event.schema.json
 - docs/events.md, docs/tables.md
+- schemas/assign_streams.schema.json, schemas/assign_connect.schema.json (``rebalance-monitor assign``
+  inputs for Streams and Connect groups, from the field definitions in the codecs)
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+from assignors.connect.codec import connect_spec_schema
+from assignors.streams.codec import streams_spec_schema
 
 from .events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS, Array, Field, FieldType, Map, Struct, example_event
 from .json_schema import heartbeat_schema, membership_schema
@@ -109,6 +114,8 @@ def generated_files() -> dict[Path, str]:
         ROOT / "schemas" / "heartbeat-event.schema.json": json.dumps(heartbeat_schema(), indent=2) + "\n",
         ROOT / "docs" / "events.md": events_md(),
         ROOT / "docs" / "tables.md": tables_md(),
+        ROOT / "schemas" / "assign_streams.schema.json": json.dumps(streams_spec_schema(), indent=2) + "\n",
+        ROOT / "schemas" / "assign_connect.schema.json": json.dumps(connect_spec_schema(), indent=2) + "\n",
     }
 
 

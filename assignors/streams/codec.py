@@ -122,7 +122,8 @@ STREAMS_SPEC_FIELDS: tuple[SpecField, ...] = (
     ID_FIELD,
     SpecField("assignor", {"enum": list(STREAMS_ASSIGNOR_NAMES)},
               "The assignor; may be left out when --assignor is given."),
-    SpecField("clients", {"type": "array", "minItems": 1, "items": object_schema(CLIENT_FIELDS)},
+    SpecField("clients", {"type": "array", "minItems": 1, "items": {
+        **object_schema(CLIENT_FIELDS), "not": {"required": ["task_lags", "task_offset_sums"]}}},
               "The group's Kafka Streams clients (one per process), in JoinGroup order.", required=True),
     SpecField("stateful_tasks", _TASK_LIST, "Tasks with state stores, as '<subtopology>_<partition>'.",
               required=True),
