@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import random
 import re
 import subprocess
 import sys
@@ -322,6 +323,33 @@ def test_connect_eager_round_trip_reassigns_from_scratch():
     assert sorted(len(w["tasks"]) for w in a["workers"].values()) == [2, 3, 3]
 
 
+def test_connect_leader_state_survives_json_round_trips_exactly():
+    """Random joins, leaves and clock steps fed through JSON give the model's answers with its state kept in Python."""
+    from assignors.connect import assign_connect_incremental
+    from assignors.connect.codec import format_connect_assignment, parse_connect_spec
+
+    rng = random.Random(41)
+    for _ in range(15):
+        spec = {"id": "prop", "assignor": "connect-incremental",
+                "connectors": {f"conn-{i}": rng.randint(0, 5) for i in range(rng.randint(1, 6))},
+                "workers": [{"worker_id": "w0"}], "now_ms": 0,
+                "scheduled_rebalance_max_delay_ms": rng.choice([0, 1_000, MAX_DELAY])}
+        state, next_worker = None, 1
+        for _ in range(12):
+            parsed = parse_connect_spec(spec, "connect-incremental")
+            assert parsed.state == (state or parsed.state), "leader_state read back differs from the model's"
+            expected, state = assign_connect_incremental(parsed.spec, parsed.state, parsed.now_ms)
+            got = answer(spec)
+            assert without_time(got) == without_time(format_connect_assignment(parsed, expected, state, 0.0))
+            spec = next_connect_spec(spec, got, now_ms=spec["now_ms"] + rng.choice([0, 500, 2_000, MAX_DELAY]))
+            event = rng.random()
+            if event < 0.35:
+                spec["workers"].append({"worker_id": f"w{next_worker}"})
+                next_worker += 1
+            elif event < 0.6 and len(spec["workers"]) > 1:  # w0 stays: it is the leader
+                spec["workers"].pop(rng.randrange(1, len(spec["workers"])))
+
+
 def test_next_round_of_an_error_line_is_refused():
     from assignors.errors import InvalidGroupSpecError
 
@@ -432,6 +460,19 @@ def test_a_streams_line_given_a_connect_assignor_fails_on_the_connect_fields():
 
 
 # --- the published contract ------------------------------------------------------------------------
+
+
+def test_a_java_reference_streams_spec_with_an_assignor_is_a_valid_line_for_the_same_spec():
+    """docs/assign.md promises that the reference's spec (docs/streams-connect-reference.md) is accepted."""
+    from assignors.streams.codec import parse_streams_spec
+    from tests.assignors.test_differential_streams_java import random_spec, spec_to_json
+
+    rng = random.Random(20261122)
+    for i in range(150):
+        spec = random_spec(rng)
+        line = dict(spec_to_json(spec, f"r{i}"), assignor="streams-ha")
+        assert parse_streams_spec(line, "streams-ha").spec == spec, line
+
 
 
 def schema_file(name: str) -> dict:
