@@ -54,6 +54,19 @@ def assign_range(spec: GroupSpec) -> GroupAssignment:
 
 def _assign(spec: GroupSpec) -> GroupAssignment:
     members = spec.members
+    topics = _topics_in_java_order(spec)
+    states = _rack_states(spec, topics) if any(m.rack for m in members) else []
+    if any(state.needs_rack_aware for state in states):
+        per_member: list[list[TopicPartition]] = [[] for _ in members]
+        _assign_with_racks(states, per_member)
+    else:
+        per_member = _plain_ranges(topics, len(members))
+    return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))
+
+
+def _topics_in_java_order(spec: GroupSpec) -> list[tuple[str, int, np.ndarray, list[int]]]:
+    """(topic, partitions, subscribers as an array, the same as a list) in Kafka's topic order."""
+    members = spec.members
     classes = subscription_classes(members)
     counts = partitions_per_topic(spec, classes[0])
     subscriber_arrays = subscribers_per_topic(spec, member_info_order(spec), classes)
@@ -66,21 +79,47 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
         if subs is None:
             subs = as_lists[id(array)] = array.tolist()
         topics.append((topic, counts[topic], array, subs))
-
-    states = _rack_states(spec, topics) if any(m.rack for m in members) else []
-    if any(state.needs_rack_aware for state in states):
-        per_member: list[list[TopicPartition]] = [[] for _ in members]
-        _assign_with_racks(states, per_member)
-    else:
-        per_member = _plain_ranges(topics, len(members))
-    return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))
+    return topics
 
 
 def _plain_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int) -> list[list[TopicPartition]]:
-    # Without rack logic each subscriber's share is a contiguous block whose bounds are plain
-    # arithmetic. Laid out topic by topic (in Kafka's order), partitions ascending, the owners
-    # of a topic follow one pattern that all topics with the same subscribers and partition count
-    # share; a stable split by owner then lists every member's partitions in Kafka's order.
+    # Without rack logic each subscriber's share of a topic is a contiguous block whose bounds are
+    # plain arithmetic. When blocks are tiny (many members, few partitions each) a stable split of
+    # all partitions by owner costs less than one Python step per block.
+    blocks = sum(min(len(subs), partitions) for _, partitions, _, subs in topics)
+    total = sum(partitions for _, partitions, _, _ in topics)
+    if blocks * 4 > total and blocks > 2_000:
+        return _split_ranges(topics, n_members)
+    return _block_ranges(topics, n_members)
+
+
+def _block_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int) -> list[list[TopicPartition]]:
+    # Each member's list is built from slices of the topic's partitions, topic by topic in Kafka's
+    # order: one C-level ``extend`` per (topic, receiving member) instead of per-partition
+    # bookkeeping. Topics with the same subscribers and partition count share the bounds.
+    per_member: list[list[TopicPartition]] = [[] for _ in range(n_members)]
+    bounds_of: dict[tuple[int, int], list[tuple[list[TopicPartition], int, int]]] = {}
+    for topic, partitions, array, subs in topics:
+        bounds = bounds_of.get((id(array), partitions))
+        if bounds is None:
+            floor, extras = divmod(partitions, len(subs))
+            bounds = []
+            lo = 0
+            for k, member in enumerate(subs[: min(len(subs), partitions)]):
+                hi = lo + floor + (k < extras)
+                bounds.append((per_member[member], lo, hi))
+                lo = hi
+            bounds_of[(id(array), partitions)] = bounds
+        tps = topic_partitions(topic, range(partitions))
+        for target, lo, hi in bounds:
+            target += tps[lo:hi]
+    return per_member
+
+
+def _split_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int) -> list[list[TopicPartition]]:
+    # Laid out topic by topic (in Kafka's order), partitions ascending, the owners of a topic follow
+    # one pattern that all topics with the same subscribers and partition count share; a stable
+    # split by owner then lists every member's partitions in Kafka's order.
     patterns: dict[tuple[int, int], np.ndarray] = {}
     owners: list[np.ndarray] = []
     partitions_in_order: list[TopicPartition] = []

@@ -34,6 +34,9 @@ from .model import GroupAssignment, GroupSpec, TopicPartition
 
 __all__ = ["assign_roundrobin"]
 
+#: Tests set this to check the array path against the per-topic slices on small groups.
+FORCE_SPLIT = False
+
 
 def assign_roundrobin(spec: GroupSpec) -> GroupAssignment:
     """Assign ``spec`` the way Kafka's client ``RoundRobinAssignor`` does (Kafka-exact, ordered)."""
@@ -80,11 +83,41 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
         partitions_of.append(partitions)
         cursor = (positions[(first + partitions - 1) % n] + 1) % len(members)
 
+    per_member = _deal(names, counts, len(members), pooled, base, size, first_of, partitions_of, arrays)
+    return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))
+
+
+def _deal(names, counts, n_members, pooled, base, size, first_of, partitions_of, arrays) -> list[list[TopicPartition]]:
+    """Every member's partitions, in dealing order, from each topic's subscribers and start."""
+    total = sum(partitions_of)
+    if FORCE_SPLIT is False and len(arrays) == 1 and size and size[0] == n_members:
+        # Everyone subscribes to every topic: the circle never skips, so the k-th partition of the
+        # whole layout goes to the (k mod n)-th member in MemberInfo order and each member's list is
+        # one strided slice of the layout.
+        layout: list[TopicPartition] = []
+        for topic in names:
+            layout += topic_partitions(topic, range(counts[topic]))
+        per_member: list[list[TopicPartition]] = [None] * n_members  # type: ignore[list-item]
+        for position, index in enumerate(pooled[0].tolist()):
+            per_member[index] = layout[position::n_members]
+        return per_member
+    blocks = sum(min(n, p) for n, p in zip(size, partitions_of))
+    if FORCE_SPLIT is False and (blocks * 4 <= total or blocks <= 2_000):
+        # Within a topic, subscriber j (counted from the topic's start) gets partitions j, j + n,
+        # ...: one strided slice per (topic, receiving member), appended topic by topic in name order.
+        per_member = [[] for _ in range(n_members)]
+        subscriber_lists = {offset: array.tolist() for (offset, _), array in zip(arrays.values(), pooled)}
+        for topic, offset, n, first, partitions in zip(names, base, size, first_of, partitions_of):
+            subs = subscriber_lists[offset]
+            tps = topic_partitions(topic, range(partitions))
+            for j in range(min(n, partitions)):
+                per_member[subs[(first + j) % n]] += tps[j::n]
+        return per_member
+    # Many tiny blocks: compute every owner with array operations and split once.
     partitions_in_order: list[TopicPartition] = []
     for topic in names:
         partitions_in_order += topic_partitions(topic, range(counts[topic]))
     per_topic = np.array(partitions_of, dtype=np.int64)
-    total = int(per_topic.sum())
     owners = np.zeros(0, dtype=np.int64)
     if total:
         starts = np.cumsum(per_topic) - per_topic
@@ -93,5 +126,4 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
             np.array(size, dtype=np.int64), per_topic
         )
         owners = np.concatenate(pooled)[np.repeat(np.array(base, dtype=np.int64), per_topic) + step]
-    per_member = split_by_owner(len(members), owners, partitions_in_order)
-    return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))
+    return split_by_owner(n_members, owners, partitions_in_order)

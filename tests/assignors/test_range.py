@@ -215,3 +215,24 @@ def test_range_assigns_ten_thousand_members_and_half_a_million_partitions_quickl
     sizes = [len(parts) for parts in answer.values()]
     assert sum(sizes) == 500_000 and min(sizes) == max(sizes) == 50
     assert elapsed < 5.0, f"took {elapsed:.2f}s"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_range_split_path_equals_the_block_path(seed):
+    # Groups with many tiny blocks are split by owner in one array sort, the others built from
+    # slices; both must give the same lists in the same (Kafka) order.
+    import random
+
+    from assignors.range import _block_ranges, _split_ranges, _topics_in_java_order
+
+    rng = random.Random(seed)
+    topics = {f"t{i}": rng.randint(0, 9) for i in range(rng.randint(1, 6))}
+    names = list(topics)
+    members = [member(f"m{rng.randint(0, 999):03d}-{i}", rng.sample(names, rng.randint(1, len(names))))
+               for i in range(rng.randint(1, 12))]
+    spec = group(*members, topics=topics)
+    ordered = _topics_in_java_order(spec)
+    blocks = _block_ranges(ordered, len(members))
+    assert blocks == _split_ranges(ordered, len(members))
+    subscribed = {t for m in members for t in m.topics}
+    assert sum(map(len, blocks)) == sum(count for name, count in topics.items() if name in subscribed)

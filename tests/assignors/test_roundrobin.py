@@ -84,3 +84,28 @@ def test_roundrobin_assigns_ten_thousand_members_and_half_a_million_partitions_q
     # global position 10,001, i.e. partition 1 of the 11th topic by name.
     assert answer["consumer-00001"][:2] == [("topic-0", 1), (sorted(topics)[10], 1)]
     assert elapsed < 5.0, f"took {elapsed:.2f}s"
+
+
+def _random_group(seed: int):
+    import random
+
+    rng = random.Random(seed)
+    topics = {f"t{i}": rng.randint(0, 9) for i in range(rng.randint(1, 6))}
+    names = list(topics)
+    everyone = rng.random() < 0.3
+    members = [
+        member(f"m{rng.randint(0, 999):03d}-{i}", names if everyone else rng.sample(names, rng.randint(1, len(names))))
+        for i in range(rng.randint(1, 12))
+    ]
+    return group(*members, topics=topics)
+
+
+def test_roundrobin_array_path_equals_the_sliced_paths(monkeypatch):
+    # Small groups take the per-topic slices (or one strided slice when everyone subscribes to
+    # everything); large ones with tiny blocks take the array path. Same lists, same order.
+    import assignors.roundrobin as roundrobin
+
+    specs = [_random_group(seed) for seed in range(200)]
+    sliced = [listed(assign_roundrobin(spec)) for spec in specs]
+    monkeypatch.setattr(roundrobin, "FORCE_SPLIT", True)
+    assert [listed(assign_roundrobin(spec)) for spec in specs] == sliced
