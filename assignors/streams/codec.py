@@ -4,21 +4,20 @@ One spec line (field names follow :mod:`assignors.streams.model` and the Java re
 docs/streams-connect-reference.md, so a reference spec with an ``assignor`` added is a valid line)::
 
     {"id": "s1", "assignor": "streams-ha",
-     "clients": [{"process_id": "p1", "capacity": 2, "task_lags": {"0_0": 0, "0_1": 1500},
+     "clients": [{"process_id": "p1", "capacity": 2, "task_lags": {"0_1": 1500},
                   "previous_active_tasks": ["0_0", "1_0"], "previous_standby_tasks": ["0_1"],
                   "tags": {"zone": "a"}}],
      "stateful_tasks": ["0_0", "0_1"], "stateless_tasks": ["1_0"],
-     "task_end_offset_sums": {"0_0": 5000, "0_1": 5000},
      "config": {"acceptable_recovery_lag": 10000, "num_standby_replicas": 1, "max_warmup_replicas": 2,
                 "probing_rebalance_interval_ms": 600000, "rack_aware_assignment_tags": []},
      "now_ms": 0}
 
-and its answer::
+and its answer (one client: nowhere to put a standby)::
 
     {"id": "s1", "assignor": "streams-ha",
-     "clients": {"p1": {"active_tasks": ["0_0", "1_0"], "standby_tasks": [], "warmup_tasks": []}},
+     "clients": {"p1": {"active_tasks": ["0_0", "0_1", "1_0"], "standby_tasks": [], "warmup_tasks": []}},
      "probing_rebalance_needed": false, "probing_rebalance_at_ms": null,
-     "moved_tasks": [], "fallback_used": false, "elapsed_ms": 0.2}
+     "moved_tasks": [], "fallback_used": false, "elapsed_ms": 0.93}
 
 How Kafka encodes "previous" tasks, and so how the lists map onto the model: a client's subscription
 carries one offset sum per task it has state for, ``-2`` (``Task.LATEST_OFFSET``) for the tasks it
