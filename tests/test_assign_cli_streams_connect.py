@@ -394,6 +394,8 @@ STREAMS_ERRORS = [
     (streams_with(clients__2__task_lags={"0_0": 1}), "clients[2].task_lags: no lag for stateful task '0_1'"),
     (streams_with(clients__2__task_lags={"0_0": -1, "0_1": 0, "0_2": 0, "0_3": 0}),
      "clients[2].task_lags['0_0']: must be >= 0 or -2 or -3, got -1"),
+    (streams_with(clients__2__task_lags={"0_0": 1, "0_1": 1, "0_2": 1, "0_3": 1, "0_x": 1}),
+     "clients[2].task_lags['0_x']: task id '0_x' is not of the form '<subtopology>_<partition>'"),
     (streams_with(clients__2__task_offset_sums={}), "clients[2]: give task_lags or task_offset_sums, not both"),
     (streams_with(clients__1__previous_standby_tasks=["1_0"]),
      "clients[1].previous_standby_tasks[0]: task '1_0' is stateless; only stateful tasks have standbys"),

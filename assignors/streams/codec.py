@@ -171,18 +171,20 @@ def parse_streams_spec(obj: object, assignor: str) -> ParsedStreamsSpec:
             raise InvalidGroupSpecError(f"stateless_tasks[{i}]: task {task!r} is also listed in stateful_tasks")
     end_sums = read_int_map(obj, "task_end_offset_sums", "", what="task", minimum=0)
     if end_sums is not None:
-        _check_task_keys(end_sums, "task_end_offset_sums")
+        _check_task_keys(end_sums, "task_end_offset_sums", stateful_set)
         for task in stateful:
             if task not in end_sums:
                 raise InvalidGroupSpecError(f"task_end_offset_sums: no end offset sum for stateful task {task!r}")
     config = _read_config(obj.get("config", {}))
 
+    stateless_set = set(stateless)
+    known_tasks = stateful_set | stateless_set
     clients: list[StreamsClient] = []
     owners: dict[str, list[str]] = {}
     index_of: dict[str, int] = {}
     for i, entry in enumerate(read_list(obj, "clients", "", what="client objects")):
         path = f"clients[{i}]"
-        client = _read_client(entry, path, stateful, set(stateless))
+        client = _read_client(entry, path, stateful, stateless_set, known_tasks)
         if client.process_id in index_of:
             raise InvalidGroupSpecError(
                 f"{path}.process_id: {client.process_id!r} is already used by clients[{index_of[client.process_id]}]"
@@ -327,9 +329,11 @@ def _check_task_id(task: str, where: str) -> None:
         raise InvalidGroupSpecError(f"{where}: {exc}") from None
 
 
-def _check_task_keys(values: Mapping[str, int], where: str) -> None:
+def _check_task_keys(values: Mapping[str, int], where: str, known: set[str] | frozenset[str] = frozenset()) -> None:
+    # Ids of the topology's tasks are already checked; with a lag per task per client that is most keys.
     for task in values:
-        _check_task_id(task, f"{where}[{task!r}]")
+        if task not in known:
+            _check_task_id(task, f"{where}[{task!r}]")
 
 
 def _read_config(value: object) -> StreamsAssignmentConfig:
@@ -347,7 +351,9 @@ def _read_config(value: object) -> StreamsAssignmentConfig:
     )
 
 
-def _read_client(entry: object, path: str, stateful: list[str], stateless: set[str]) -> StreamsClient:
+def _read_client(
+    entry: object, path: str, stateful: list[str], stateless: set[str], known_tasks: set[str]
+) -> StreamsClient:
     entry = check_object(entry, CLIENT_FIELDS, path, "an object with process_id and capacity")
     process_id = read_str(entry, "process_id", path)
     capacity = read_int(entry, "capacity", path, default=1, minimum=1)
@@ -357,7 +363,7 @@ def _read_client(entry: object, path: str, stateful: list[str], stateless: set[s
         raise InvalidGroupSpecError(f"{path}: give task_lags or task_offset_sums, not both")
     lags_key = "task_lags" if lags is not None else "task_offset_sums"
     values = lags if lags is not None else dict(sums or {})
-    _check_task_keys(values, join_path(path, lags_key))
+    _check_task_keys(values, join_path(path, lags_key), known_tasks)
 
     previous_active = _read_tasks(entry, "previous_active_tasks", path)
     previous_standby = _read_tasks(entry, "previous_standby_tasks", path)
