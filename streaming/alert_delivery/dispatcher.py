@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 from .config import WebhookConfig
 from .errors import OutboxError
-from .outbox import Outbox
+from .outbox import Outbox, OutboxLock
 from .payload import AlertTransition, webhook_message
 from .webhook_client import Backoff, PostResult, WebhookClient
 
@@ -80,8 +80,14 @@ class AlertDispatcher:
     def __init__(self, config: WebhookConfig, outbox_dir: str | Path, *, backoff: Backoff | None = None):
         self._config = config
         self._outbox_dir = outbox_dir
-        self._stream_outbox = Outbox(outbox_dir)
-        pruned = self._stream_outbox.prune_delivered(config.outbox_retention_hours * 3_600_000)
+        self._outbox_lock = OutboxLock(outbox_dir)
+        try:
+            self._stream_outbox = Outbox(outbox_dir)
+            pruned = self._stream_outbox.prune_delivered(config.outbox_retention_hours * 3_600_000)
+            undelivered = self._stream_outbox.count_undelivered()
+        except BaseException:
+            self._outbox_lock.release()
+            raise
         self._client = WebhookClient(config.url, config.headers, config.timeout_s)
         self._backoff = backoff or Backoff(config.backoff_initial_ms / 1000, config.backoff_max_ms / 1000)
 
@@ -96,7 +102,7 @@ class AlertDispatcher:
         self._stopping = threading.Event()
         self._closed = False
         self._submitted = self._duplicates = self._delivered = self._failed = self._rejected = 0
-        self._pending = self._stream_outbox.count_undelivered()
+        self._pending = undelivered
 
         log.info("alert delivery to %s: outbox %s holds %d undelivered transitions (%d old delivered pruned)",
                  config.endpoint, self._stream_outbox.path, self._pending, pruned)
@@ -159,6 +165,7 @@ class AlertDispatcher:
                 self._stream_outbox.close()
         self._sender.join(timeout_s)
         stopped = not self._sender.is_alive()
+        self._outbox_lock.release()
         log.info("alert delivery to %s stopped%s: %s", self._config.endpoint,
                  "" if stopped else " (a request was still running)", self.stats().as_dict())
         return stopped
@@ -226,7 +233,7 @@ class AlertDispatcher:
                           transitions[0].group_id, result.error)
                 return True
             self._count(failed=1)
-            delay = self._backoff.delay(attempt)
+            delay = self._backoff.delay(attempt, result.retry_after_s)
             _log_retry(self._config.endpoint, len(items), attempt, delay, result)
             if self._stopping.wait(delay):
                 break
@@ -262,5 +269,5 @@ def _log_retry(endpoint: str, alerts: int, attempt: int, delay_s: float, result:
     # The first failures are the interesting ones; after that one line per ten keeps a long outage
     # visible without flooding the driver log.
     if attempt <= 3 or attempt % 10 == 0:
-        log.warning("alert delivery to %s: %d alerts, attempt %d failed (%s); retrying in %.1fs",
+        log.warning("alert delivery to %s: %d alerts, attempt %d failed (%s); retrying in %.2fs",
                     endpoint, alerts, attempt, result.error, delay_s)

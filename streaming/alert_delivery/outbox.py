@@ -12,6 +12,7 @@ one for its sender thread, and WAL mode lets the sender read while the stream wr
 
 from __future__ import annotations
 
+import fcntl
 import sqlite3
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from .errors import OutboxError
 from .payload import AlertTransition
 
 OUTBOX_FILE = "alert-outbox.sqlite3"
+LOCK_FILE = "alert-outbox.lock"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -38,6 +40,34 @@ CREATE TABLE IF NOT EXISTS outbox (
 );
 CREATE INDEX IF NOT EXISTS outbox_undelivered ON outbox (seq) WHERE delivered_at_ms IS NULL;
 """
+
+
+class OutboxLock:
+    """Exclusive use of an outbox directory by one dispatcher.
+
+    Two dispatchers on one outbox would both send every alert. ``flock`` is released by the kernel
+    when the process dies, so a crashed job never leaves a stale lock behind.
+    """
+
+    def __init__(self, directory: str | Path):
+        path = Path(directory) / LOCK_FILE
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(path, "a+")
+        except OSError as exc:
+            raise OutboxError(f"alert outbox {path}: cannot open the lock file: {exc}") from exc
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            raise OutboxError(f"alert outbox {path.parent}: another dispatcher (this process or another "
+                              f"job) is using it; close that one first or give each job its own directory") \
+                from None
+
+    def release(self) -> None:
+        if not self._file.closed:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
 
 
 def _now_ms() -> int:

@@ -8,10 +8,12 @@ by retrying the same request, so the sender sets those alerts aside for this run
 
 from __future__ import annotations
 
+import email.utils
 import random
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from http.client import HTTPException
 from typing import Callable, Mapping
 
@@ -26,6 +28,8 @@ class PostResult:
     #: What went wrong, for the log and the outbox (never contains header values).
     error: str = ""
     status: int | None = None
+    #: The receiver's Retry-After (on 429/503), in seconds, if it sent a usable one.
+    retry_after_s: float | None = None
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -49,8 +53,10 @@ class WebhookClient:
         except urllib.error.HTTPError as exc:
             detail = _error_body(exc)
             retryable = exc.code >= 500 or exc.code in _RETRYABLE_STATUSES
+            retry_after = _retry_after_s(exc.headers.get("Retry-After") if exc.headers else None)
             return PostResult(delivered=False, retryable=retryable, status=exc.code,
-                              error=f"HTTP {exc.code} {exc.reason}{f': {detail}' if detail else ''}")
+                              error=f"HTTP {exc.code} {exc.reason}{f': {detail}' if detail else ''}",
+                              retry_after_s=retry_after)
         except urllib.error.URLError as exc:
             return PostResult(delivered=False, retryable=True, error=f"cannot connect: {exc.reason}")
         except (TimeoutError, OSError, HTTPException) as exc:
@@ -58,6 +64,22 @@ class WebhookClient:
             # closed mid-response. The receiver may have processed the request: resending is the
             # at-least-once side of the contract (receivers dedup by fingerprint).
             return PostResult(delivered=False, retryable=True, error=f"{type(exc).__name__}: {exc}")
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    """Retry-After as seconds from now: either delta-seconds or an HTTP date (RFC 9110)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
 def _error_body(exc: urllib.error.HTTPError) -> str:
@@ -80,6 +102,12 @@ class Backoff:
         self._max_s = max_s
         self._rng = rng
 
-    def delay(self, failed_attempts: int) -> float:
+    def delay(self, failed_attempts: int, retry_after_s: float | None = None) -> float:
+        """Seconds to wait after ``failed_attempts`` failures in a row (1 for the first failure).
+
+        A receiver's Retry-After is honoured up to ``max_s``: a receiver asking for an hour must not
+        hold alerts back longer than the configured ceiling.
+        """
         step = min(self._max_s, self._initial_s * 2 ** min(max(failed_attempts - 1, 0), 62))
-        return step / 2 + self._rng() * step / 2
+        delay = step / 2 + self._rng() * step / 2
+        return max(delay, min(retry_after_s, self._max_s)) if retry_after_s is not None else delay

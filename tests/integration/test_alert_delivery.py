@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from streaming.alert_delivery import (AlertDispatcher, InvalidAlertError, WebhookConfig, WebhookConfigError,
-                                      label_set_fingerprint, webhook_message)
+from streaming.alert_delivery import (AlertDispatcher, InvalidAlertError, OutboxError, WebhookConfig,
+                                      WebhookConfigError, label_set_fingerprint, webhook_message)
 from streaming.alert_delivery.payload import AlertTransition
+from streaming.alert_delivery.webhook_client import Backoff, _retry_after_s
 from tests.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -322,7 +323,7 @@ def test_a_hanging_receiver_never_blocks_submit(receiver, tmp_path):
         assert not stream_thread.is_alive(), "submit blocked on the hanging receiver"
         assert len(submitted_while_blocked) == 299 and all(submitted_while_blocked)
         assert dispatcher.stats().pending == 300 and dispatcher.stats().queued <= 8
-        assert dispatcher.stats().failed_attempts >= 1  # the request timed out and was retried
+        wait_until(lambda: dispatcher.stats().failed_attempts >= 1, "the hanging request times out")
 
         receiver.recover()
         assert dispatcher.wait_until_delivered(120)
@@ -429,3 +430,28 @@ def test_a_bad_row_is_refused_before_anything_is_stored(receiver, tmp_path):
         with pytest.raises(InvalidAlertError, match="alert row 'a2': missing field 'status'"):
             dispatcher.submit([row("a1"), {k: v for k, v in row("a2").items() if k != "status"}])
         assert dispatcher.stats().submitted == 0 and dispatcher.stats().pending == 0
+
+
+def test_backoff_doubles_with_jitter_and_honours_retry_after_up_to_the_ceiling():
+    fixed_half = Backoff(0.5, 8.0, rng=lambda: 0.0)
+    assert [fixed_half.delay(n) for n in (1, 2, 3, 4, 5, 6, 50)] == [0.25, 0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    full = Backoff(0.5, 8.0, rng=lambda: 1.0)
+    assert [full.delay(n) for n in (1, 2, 5, 6)] == [0.5, 1.0, 8.0, 8.0]
+    assert fixed_half.delay(1, retry_after_s=3.0) == 3.0
+    assert fixed_half.delay(1, retry_after_s=3600.0) == 8.0
+
+
+def test_retry_after_is_read_as_seconds_or_an_http_date():
+    assert _retry_after_s("120") == 120.0
+    assert _retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: retry now
+    assert _retry_after_s("soon") is None and _retry_after_s(None) is None
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(60)
+def test_a_second_dispatcher_on_the_same_outbox_is_refused(receiver, tmp_path):
+    with AlertDispatcher(config(receiver.url), tmp_path):
+        with pytest.raises(OutboxError, match="another dispatcher .* is using it"):
+            AlertDispatcher(config(receiver.url), tmp_path)
+    with AlertDispatcher(config(receiver.url), tmp_path) as after_close:
+        assert after_close.stats().pending == 0
