@@ -1,0 +1,283 @@
+"""Real consumer groups on a real broker, driven on cue, with the collector watching them.
+
+The acceptance tests of issue 7 need what a user has: confluent-kafka consumers in a group that
+join and leave, the coordinator deciding the assignment, and the collector polling it into the
+monitor's topics. This module provides the pieces:
+
+* :class:`RealGroup`: consumers, one thread each, that poll all the time (a consumer that stops
+  polling stops taking part in rebalances); :meth:`RealGroup.join` and :meth:`RealGroup.leave` on
+  cue, and :meth:`RealGroup.settle`, which waits until the coordinator's answer and the consumers'
+  own assignments agree, so every cue ends in one known real generation.
+* :class:`CollectorThread`: the production :class:`CollectorRunner` polling in a thread every
+  fraction of a second, keeping every poll's result.
+* :func:`predicted`: what this project's assignor computes from one settled real generation to
+  the next (the previous actual assignment as owned partitions), to measure agreement without
+  the job.
+
+The tests then run the job available-now over the collector's topics (see ``jobs.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from confluent_kafka import Consumer
+
+from assignors import GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
+from streaming.collector import CollectorSettings
+from streaming.commands.collect import CollectOptions, CollectorRunner, PollResult, admin_client, read_snapshot
+from streaming.config import Config
+
+log = logging.getLogger("tests.real_groups")
+
+Assignment = dict[str, frozenset[tuple[str, int]]]  # member id -> its partitions
+
+#: How often the collector polls in these tests: several polls per real rebalance.
+COLLECT_INTERVAL_S = 0.4
+
+
+class RealConsumer(threading.Thread):
+    """One confluent-kafka consumer polling in its own thread until told to leave.
+
+    The client is created, polled and closed in this thread only; other threads read the
+    ``member_id`` and ``assignment`` it publishes after every poll.
+    """
+
+    def __init__(self, config: Mapping[str, object], topics: list[str], name: str):
+        super().__init__(name=name, daemon=True)
+        self.config = dict(config)
+        self.topics = topics
+        self.member_id: str | None = None
+        self.assignment: frozenset[tuple[str, int]] = frozenset()
+        self.errors: list[str] = []
+        self._leave = threading.Event()
+        self._started = threading.Event()
+
+    def run(self) -> None:
+        consumer = Consumer({**self.config, "error_cb": lambda err: self.errors.append(str(err))})
+        consumer.subscribe(self.topics)
+        self._started.set()
+        try:
+            while not self._leave.is_set():
+                consumer.poll(0.1)
+                try:
+                    self.member_id = consumer.memberid() or None
+                except Exception:  # not in a group yet
+                    self.member_id = None
+                self.assignment = frozenset((tp.topic, tp.partition) for tp in consumer.assignment())
+        finally:
+            consumer.close()  # sends LeaveGroup: a clean departure
+
+    def leave(self) -> None:
+        self._leave.set()
+        self.join(timeout=60)
+        if self.is_alive():
+            raise AssertionError(f"consumer {self.name} did not close within 60 s")
+
+
+@dataclass
+class Settled:
+    """One real generation as the coordinator reported it once the group was stable."""
+
+    members: tuple[str, ...]  # member ids, sorted
+    assignment: Assignment
+    assignor: str | None
+    at: float = field(default_factory=time.monotonic)
+
+
+class RealGroup:
+    """A consumer group of real consumers on one cluster, all subscribed to the same topics."""
+
+    def __init__(self, bootstrap: str, group_id: str, topics: Mapping[str, int], *,
+                 strategy: str | None = None, group_protocol: str = "classic",
+                 remote_assignor: str | None = None, consumer_config: Mapping[str, object] | None = None):
+        if group_protocol not in ("classic", "consumer"):
+            raise ValueError(f"group_protocol must be 'classic' or 'consumer', got {group_protocol!r}")
+        if group_protocol == "consumer" and strategy:
+            raise ValueError("a KIP-848 group (group.protocol=consumer) has no client-side strategy")
+        self.bootstrap = bootstrap
+        self.group_id = group_id
+        self.topics = dict(topics)
+        self.group_protocol = group_protocol
+        config: dict[str, object] = {
+            "bootstrap.servers": bootstrap, "group.id": group_id, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "log_level": 0, "group.protocol": group_protocol}
+        if strategy:
+            config["partition.assignment.strategy"] = strategy
+        if remote_assignor:
+            config["group.remote.assignor"] = remote_assignor
+        config.update(consumer_config or {})
+        self.config = config
+        self.consumers: list[RealConsumer] = []
+        self.generations: list[Settled] = []
+        self._admin = admin_client({"bootstrap.servers": bootstrap})
+        self._pattern = re.compile(re.escape(group_id))
+        self._count = 0
+
+    @property
+    def all_partitions(self) -> frozenset[tuple[str, int]]:
+        return frozenset((t, p) for t, n in self.topics.items() for p in range(n))
+
+    def join(self, n: int = 1) -> list[RealConsumer]:
+        new = []
+        for _ in range(n):
+            self._count += 1
+            name = f"{self.group_id}-c{self._count}"
+            c = RealConsumer({**self.config, "client.id": name}, sorted(self.topics), name)
+            c.start()
+            new.append(c)
+        self.consumers += new
+        return new
+
+    def leave(self, consumers: Iterable[RealConsumer]) -> None:
+        for c in list(consumers):
+            c.leave()
+            self.consumers.remove(c)
+
+    def leave_random(self, n: int, rng: random.Random) -> list[RealConsumer]:
+        gone = rng.sample(self.consumers, n)
+        self.leave(gone)
+        return gone
+
+    def describe(self):
+        return read_snapshot(self._admin, 0, self._pattern, 10.0).groups.get(self.group_id)
+
+    def _settled_view(self) -> Settled | None:
+        mine = {c.member_id: c.assignment for c in self.consumers}
+        if None in mine or len(mine) != len(self.consumers):
+            return None
+        g = self.describe()
+        if g is None or g.state.upper() != "STABLE":
+            return None
+        described = {m.member_id: frozenset(m.assignment or ()) for m in g.members}
+        if set(described) != set(mine):
+            return None
+        if self.group_protocol == "consumer":
+            # Settled = every member has reached its target.
+            if any(frozenset(m.target_assignment or ()) != described[m.member_id] for m in g.members):
+                return None
+        if any(described[mid] != mine[mid] for mid in mine):
+            return None
+        held = [tp for tps in described.values() for tp in tps]
+        if len(held) != len(set(held)) or set(held) != self.all_partitions:
+            return None  # a cooperative round that withholds moving partitions is not the end
+        return Settled(tuple(sorted(described)), described, g.partition_assignor)
+
+    def settle(self, timeout_s: float = 120.0) -> Settled:
+        """Wait until the group is stable with exactly the live consumers, every partition held
+        once, and the coordinator's view equal to each consumer's own; record it."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            view = self._settled_view()
+            if view is not None:
+                if not self.generations or self.generations[-1].assignment != view.assignment:
+                    self.generations.append(view)
+                return view
+            time.sleep(0.2)
+        mine = {c.name: (c.member_id, sorted(c.assignment)) for c in self.consumers}
+        raise AssertionError(f"group {self.group_id} did not settle within {timeout_s:.0f} s: "
+                             f"coordinator says {self.describe()}, consumers say {mine}")
+
+    def close(self) -> None:
+        for c in list(self.consumers):
+            try:
+                c.leave()
+            except AssertionError as exc:
+                log.warning("%s", exc)
+        self.consumers = []
+
+
+class CollectorThread(threading.Thread):
+    """The production collector (``CollectorRunner.step``) polling every ``interval_s`` in a thread."""
+
+    def __init__(self, options: CollectOptions, settings: CollectorSettings | None = None,
+                 runner: CollectorRunner | None = None):
+        super().__init__(name="collector", daemon=True)
+        self.runner = runner or CollectorRunner(options, settings)
+        self.interval_s = options.interval_s
+        self.results: list[PollResult] = []
+        #: After every poll, the collector's view of the groups (what the job has been told).
+        self.views: list[dict] = []
+        self._stop_event = threading.Event()
+        self.crashed: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self._stop_event.is_set():
+                self.results.append(self.runner.step())
+                self.views.append(dict(self.runner.collector.views))
+                self._stop_event.wait(self.interval_s)
+        except BaseException as exc:  # surfaced by stop()
+            self.crashed = exc
+
+    def polls_after(self, n: int, timeout_s: float = 60.0) -> None:
+        """Wait for ``n`` more good polls (so the job's clock moves past what came before)."""
+        target = sum(r.ok for r in self.results) + n
+        deadline = time.monotonic() + timeout_s
+        while sum(r.ok for r in self.results) < target:
+            if self.crashed or not self.is_alive():
+                raise AssertionError(f"the collector stopped: {self.crashed!r}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"fewer than {n} good polls within {timeout_s:.0f} s")
+            time.sleep(0.05)
+
+    def stop(self) -> list[PollResult]:
+        self._stop_event.set()
+        self.join(timeout=120)
+        if self.crashed:
+            raise AssertionError(f"the collector crashed: {self.crashed!r}") from self.crashed
+        return self.results
+
+
+def collect_options(config: Config, observed_bootstrap: str, group_id: str,
+                    interval_s: float = COLLECT_INTERVAL_S, timeout_s: float = 5.0) -> CollectOptions:
+    """The collector watching one group on ``observed_bootstrap`` and writing to the job's topics."""
+    return CollectOptions(
+        source={"bootstrap.servers": observed_bootstrap},
+        monitor_bootstrap_servers=config.kafka.bootstrap_servers, monitor_options={},
+        membership_topic=config.kafka.membership_topic, heartbeat_topic=config.kafka.heartbeat_topic,
+        group_pattern=re.compile(re.escape(group_id)), interval_s=interval_s, timeout_s=timeout_s)
+
+
+# -- what our assignors say, for the measurement --------------------------------------------------
+
+def predicted(assignor: str, previous: Assignment, members: Iterable[str],
+              topics: Mapping[str, int]) -> Assignment:
+    """The final assignment this project's ``assignor`` computes for ``members`` when each member
+    that was in the previous real generation owns what it held there (new members own nothing).
+
+    For cooperative assignors the partitions withheld in the revocation round are added back: a
+    settled real group has finished its follow-up round too.
+    """
+    ordered = sorted(members)
+    spec = GroupSpec(
+        members=tuple(MemberSpec(member_id=m, topics=tuple(sorted(topics)),
+                                 owned_partitions=tuple(TopicPartition(t, p) for t, p in sorted(previous.get(m, ()))),
+                                 generation=1 if m in previous else -1)
+                      for m in ordered),
+        topics={t: TopicSpec(t, n) for t, n in topics.items()})
+    result = assign(spec, assignor)
+    out = {m: set(result.assignment.get(m, ())) for m in ordered}
+    for tp, m in result.transferring.items():
+        out[m].add(tp)
+    return {m: frozenset((tp.topic, tp.partition) for tp in tps) for m, tps in out.items()}
+
+
+def differing(expected: Assignment, actual: Assignment) -> list[tuple[str, int, str | None, str | None]]:
+    """(topic, partition, expected owner, actual owner) for every partition whose owner differs."""
+    owner_e = {tp: m for m, tps in expected.items() for tp in tps}
+    owner_a = {tp: m for m, tps in actual.items() for tp in tps}
+    return sorted((t, p, owner_e.get((t, p)), owner_a.get((t, p)))
+                  for t, p in set(owner_e) | set(owner_a) if owner_e.get((t, p)) != owner_a.get((t, p)))
+
+
+def moved(previous: Assignment, current: Assignment) -> int:
+    """Partitions that changed owner between two generations (departed members' ones count)."""
+    before = {tp: m for m, tps in previous.items() for tp in tps}
+    return sum(1 for m, tps in current.items() for tp in tps if tp in before and before[tp] != m)
