@@ -56,8 +56,10 @@ class DeliveryStats:
     pending: int
     #: Of ``pending``, how many are in the in-memory queue.
     queued: int
+    #: False once the sender thread ended (closed, or failed: see the log); alerts then wait on disk.
+    sender_running: bool
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, int | bool]:
         return asdict(self)
 
 
@@ -143,7 +145,8 @@ class AlertDispatcher:
         with self._lock:
             return DeliveryStats(submitted=self._submitted, duplicates_ignored=self._duplicates,
                                  delivered=self._delivered, failed_attempts=self._failed,
-                                 rejected=self._rejected, pending=self._pending, queued=len(self._queue))
+                                 rejected=self._rejected, pending=self._pending, queued=len(self._queue),
+                                 sender_running=self._sender.is_alive())
 
     def wait_until_delivered(self, timeout_s: float | None = None) -> bool:
         """Block until nothing is pending in this run (or the timeout); for shutdown and tests."""
@@ -179,17 +182,19 @@ class AlertDispatcher:
     # ---------------------------------------------------------------- sender side
 
     def _run_sender(self) -> None:
-        outbox = Outbox(self._outbox_dir)
+        outbox = None
         try:
+            outbox = Outbox(self._outbox_dir)
             while (batch := self._next_batch(outbox)) is not None:
                 for transitions in _posts(batch, self._config.max_batch):
                     if not self._deliver(outbox, transitions):
                         return
         except Exception:  # noqa: BLE001 - a dead sender must be loud; the outbox keeps the alerts
-            log.exception("alert delivery to %s: sender failed; undelivered alerts stay in %s and are "
-                          "sent at the next start", self._config.endpoint, outbox.path)
+            log.exception("alert delivery to %s: sender failed; undelivered alerts stay in the outbox in %s "
+                          "and are sent at the next start", self._config.endpoint, self._outbox_dir)
         finally:
-            outbox.close()
+            if outbox is not None:
+                outbox.close()
             with self._lock:
                 self._lock.notify_all()  # wake wait_until_delivered
 

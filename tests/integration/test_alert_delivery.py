@@ -344,8 +344,9 @@ def test_a_restarted_dispatcher_delivers_the_rest_and_nothing_twice(tmp_path):
         wait_until(lambda: a.stats().delivered == 2, "the first POST is acknowledged")
         a.submit(rest)
         wait_until(lambda: a.stats().failed_attempts >= 2, "the rest is being retried")
+        assert a.stats().sender_running
         assert a.close(30)
-        assert a.stats().pending == 2
+        assert a.stats().pending == 2 and not a.stats().sender_running
 
         receiver.answers.clear()  # healthy again
         with AlertDispatcher(config(receiver.url), tmp_path) as b:
