@@ -185,10 +185,9 @@ class AlertDispatcher:
         outbox = None
         try:
             outbox = Outbox(self._outbox_dir)
-            while (batch := self._next_batch(outbox)) is not None:
-                for transitions in _posts(batch, self._config.max_batch):
-                    if not self._deliver(outbox, transitions):
-                        return
+            while (post := self._next_post(outbox)) is not None:
+                if not self._deliver(outbox, post):
+                    return
         except Exception:  # noqa: BLE001 - a dead sender must be loud; the outbox keeps the alerts
             log.exception("alert delivery to %s: sender failed; undelivered alerts stay in the outbox in %s "
                           "and are sent at the next start", self._config.endpoint, self._outbox_dir)
@@ -198,7 +197,7 @@ class AlertDispatcher:
             with self._lock:
                 self._lock.notify_all()  # wake wait_until_delivered
 
-    def _next_batch(self, outbox: Outbox) -> list[_Item] | None:
+    def _next_post(self, outbox: Outbox) -> list[_Item] | None:
         with self._lock:
             while True:
                 if self._stopping.is_set():
@@ -211,8 +210,7 @@ class AlertDispatcher:
                     if len(read_back) < self._config.queue_capacity:
                         self._on_disk_only = False  # caught up: submit may queue again
                 if self._queue:
-                    count = min(len(self._queue), self._config.max_batch)
-                    return [self._queue.popleft() for _ in range(count)]
+                    return take_post(self._queue, self._config.max_batch)
                 self._lock.wait()
 
     def _deliver(self, outbox: Outbox, items: list[_Item]) -> bool:
@@ -253,21 +251,31 @@ class AlertDispatcher:
             self._lock.notify_all()
 
 
-def _posts(batch: list[_Item], max_batch: int) -> list[list[_Item]]:
-    """Split a batch into POSTs: one consumer group each (the message's groupLabels), in order.
+def take_post(queue: collections.deque[_Item], max_batch: int) -> list[_Item]:
+    """Remove and return the next POST's alerts: the head's consumer group, in order, up to ``max_batch``.
 
-    Two transitions of the same alert (firing, then resolved) go in separate POSTs, as Alertmanager
-    would send them, so a receiver that keeps one state per fingerprint sees them in order.
+    Alerts of one group that are pending together share a POST (one notification for the group, as
+    Alertmanager groups them); other groups keep their place in the queue. A second transition of an
+    alert already in the POST (its resolution) ends the group's share: it goes in the next POST,
+    after the first, as Alertmanager would send it, and so do the group's alerts behind it.
     """
-    by_group: dict[str, list[list[_Item]]] = {}
-    for item in batch:
-        posts = by_group.setdefault(item[1].group_id, [[]])
-        current = posts[-1]
-        if len(current) >= max_batch or any(t.alert_id == item[1].alert_id for _, t in current):
-            current = []
-            posts.append(current)
-        current.append(item)
-    return [post for posts in by_group.values() for post in posts]
+    group = queue[0][1].group_id
+    post: list[_Item] = []
+    rest: list[_Item] = []
+    alert_ids: set[str] = set()
+    group_closed = False
+    for item in queue:
+        transition = item[1]
+        if transition.group_id == group and not group_closed:
+            if len(post) < max_batch and transition.alert_id not in alert_ids:
+                post.append(item)
+                alert_ids.add(transition.alert_id)
+                continue
+            group_closed = True
+        rest.append(item)
+    queue.clear()
+    queue.extend(rest)
+    return post
 
 
 def _log_retry(endpoint: str, alerts: int, attempt: int, delay_s: float, result: PostResult) -> None:

@@ -22,6 +22,7 @@ import pytest
 
 from streaming.alert_delivery import (AlertDispatcher, InvalidAlertError, OutboxError, WebhookConfig,
                                       WebhookConfigError, label_set_fingerprint, webhook_message)
+from streaming.alert_delivery.dispatcher import take_post
 from streaming.alert_delivery.payload import AlertTransition
 from streaming.alert_delivery.webhook_client import Backoff, _retry_after_s
 from tests.conftest import free_port
@@ -456,3 +457,21 @@ def test_a_second_dispatcher_on_the_same_outbox_is_refused(receiver, tmp_path):
             AlertDispatcher(config(receiver.url), tmp_path)
     with AlertDispatcher(config(receiver.url), tmp_path) as after_close:
         assert after_close.stats().pending == 0
+
+
+def test_a_post_takes_the_head_group_in_order_and_splits_an_alert_and_its_resolution():
+    items = [(seq, AlertTransition.from_row(r)) for seq, r in enumerate([
+        row("a1", group_id="orders"), row("p1", group_id="payments"), row("a2", group_id="orders", subject="m-2"),
+        row("a1", group_id="orders", status="resolved"), row("a3", group_id="orders", subject="m-3"),
+        row("p2", group_id="payments", subject="m-2")], start=1)]
+    queue = collections.deque(items)
+
+    def seqs(post):
+        return [seq for seq, _ in post]
+
+    assert seqs(take_post(queue, max_batch=50)) == [1, 3]  # a1's resolution waits for the next POST
+    assert seqs(take_post(queue, max_batch=50)) == [2, 6]
+    assert seqs(take_post(queue, max_batch=50)) == [4, 5]
+    assert not queue
+    queue.extend(items)
+    assert seqs(take_post(queue, max_batch=1)) == [1] and seqs(queue) == [2, 3, 4, 5, 6]
