@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
@@ -48,6 +49,9 @@ class WebhookConfig:
 
     def __post_init__(self) -> None:
         _validate(self)
+        # Frozen all the way down: the tables are copied and read-only.
+        object.__setattr__(self, "static_labels", MappingProxyType(dict(self.static_labels)))
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
 
     @property
     def timeout_s(self) -> float:
@@ -79,10 +83,7 @@ class WebhookConfig:
             if key in ("static_labels", "headers"):
                 if not isinstance(item, Mapping):
                     raise WebhookConfigError(f"{path}: must be a table of name = \"value\"")
-                for name, value in item.items():
-                    if not isinstance(value, str):
-                        raise WebhookConfigError(f"{path}.{name}: expected a string, got {value!r}")
-                values[key] = dict(item)
+                values[key] = dict(item)  # the values' types are checked with the rest below
             elif known[key].type == "int":
                 if isinstance(item, bool) or not isinstance(item, int):
                     raise WebhookConfigError(f"{path}: expected an integer, got {item!r}")
@@ -93,15 +94,11 @@ class WebhookConfig:
                 values[key] = item
         if "url" not in values:
             raise WebhookConfigError(f"{source}.url: missing; the receiver's http(s) URL is required")
-        return _build(cls, values, source)
-
-
-def _build(cls, values: dict[str, Any], source: str) -> WebhookConfig:
-    try:
-        return cls(**values)
-    except WebhookConfigError as exc:
-        # __post_init__ names the key; prefix it with where the table came from.
-        raise WebhookConfigError(f"{source}.{exc}") from None
+        try:
+            return cls(**values)
+        except WebhookConfigError as exc:
+            # __post_init__ names the key; prefix it with where the table came from.
+            raise WebhookConfigError(f"{source}.{exc}") from None
 
 
 def _validate(config: WebhookConfig) -> None:
@@ -121,8 +118,15 @@ def _validate(config: WebhookConfig) -> None:
     if config.backoff_initial_ms > config.backoff_max_ms:
         raise WebhookConfigError(f"backoff_initial_ms: {config.backoff_initial_ms} is above backoff_max_ms "
                                  f"({config.backoff_max_ms})")
+    for name in ("receiver", "external_url"):
+        if not isinstance(getattr(config, name), str):
+            raise WebhookConfigError(f"{name}: expected a string, got {getattr(config, name)!r}")
     if not config.receiver.strip():
         raise WebhookConfigError("receiver: must not be empty")
+    for table in ("static_labels", "headers"):
+        for name, value in getattr(config, table).items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise WebhookConfigError(f"{table}.{name}: expected a string, got {value!r}")
     for name in config.static_labels:
         if not _LABEL_NAME.match(name):
             raise WebhookConfigError(f"static_labels.{name}: not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*)")
