@@ -19,6 +19,7 @@ from typing import Callable, Mapping
 
 _RETRYABLE_STATUSES = frozenset({408, 429})
 _ERROR_BODY_CHARS = 200
+_DRAIN_BYTES = 65_536
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 class WebhookClient:
     def __init__(self, url: str, headers: Mapping[str, str], timeout_s: float):
         self._url = url
-        self._headers = {**headers, "Content-Type": "application/json", "User-Agent": "rebalance-monitor"}
+        self._headers = {"User-Agent": "rebalance-monitor", **headers, "Content-Type": "application/json"}
         self._timeout_s = timeout_s
         self._opener = urllib.request.build_opener(_NoRedirect)
 
@@ -48,7 +49,7 @@ class WebhookClient:
         request = urllib.request.Request(self._url, data=body, headers=self._headers, method="POST")
         try:
             with self._opener.open(request, timeout=self._timeout_s) as response:
-                response.read()  # drain, so the server sees the whole exchange completed
+                response.read(_DRAIN_BYTES)  # the answer's content does not matter, only its status
                 return PostResult(delivered=True, retryable=False, status=response.status)
         except urllib.error.HTTPError as exc:
             detail = _error_body(exc)
