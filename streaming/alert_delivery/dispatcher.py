@@ -16,7 +16,7 @@ The sender retries a failed POST forever with exponential back-off: an alert mus
 because the receiver was down for a while. Only a status that retrying cannot fix (4xx other than
 408/429, or a redirect) sets the POST's alerts aside for this run; they stay undelivered in the
 outbox, are counted as ``rejected`` and are sent again at the next start, after the operator fixed
-the URL or the token.
+the URL or the token (except a firing whose resolution got through meanwhile: it is over).
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ class AlertDispatcher:
         try:
             self._stream_outbox = Outbox(outbox_dir)
             pruned = self._stream_outbox.prune_delivered(config.outbox_retention_hours * 3_600_000)
+            superseded = self._stream_outbox.supersede_delivered_resolutions()
             undelivered = self._stream_outbox.count_undelivered()
         except BaseException:
             self._outbox_lock.release()
@@ -106,8 +107,9 @@ class AlertDispatcher:
         self._submitted = self._duplicates = self._delivered = self._failed = self._rejected = 0
         self._pending = undelivered
 
-        log.info("alert delivery to %s: outbox %s holds %d undelivered transitions (%d old delivered pruned)",
-                 config.endpoint, self._stream_outbox.path, self._pending, pruned)
+        log.info("alert delivery to %s: outbox %s holds %d undelivered transitions (%d old delivered pruned, "
+                 "%d refused firings not resent because their resolution was delivered)",
+                 config.endpoint, self._stream_outbox.path, self._pending, pruned, superseded)
         self._sender = threading.Thread(target=self._run_sender, name="alert-webhook-sender", daemon=True)
         self._sender.start()
 

@@ -136,6 +136,19 @@ class Outbox:
         self._write("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE seq = ?",
                     [(error, s) for s in seqs])
 
+    def supersede_delivered_resolutions(self) -> int:
+        """Mark undelivered firing transitions whose resolution was delivered as done; returns how many.
+
+        Only a refused POST leaves such a pair (the firing set aside, its resolution accepted later).
+        Sending the firing now would leave the receiver with an alert that fires forever.
+        """
+        (cursor,) = self._write(
+            "UPDATE outbox SET delivered_at_ms = ?, last_error = 'superseded: its resolution was delivered' "
+            "WHERE delivered_at_ms IS NULL AND status = 'firing' AND EXISTS ("
+            " SELECT 1 FROM outbox AS r WHERE r.alert_id = outbox.alert_id AND r.fired_at = outbox.fired_at"
+            " AND r.status = 'resolved' AND r.delivered_at_ms IS NOT NULL)", [(_now_ms(),)])
+        return cursor.rowcount
+
     def prune_delivered(self, retention_ms: int) -> int:
         """Forget transitions delivered longer ago than ``retention_ms``; returns how many."""
         (cursor,) = self._write("DELETE FROM outbox WHERE delivered_at_ms < ?", [(_now_ms() - retention_ms,)])

@@ -426,6 +426,27 @@ def test_a_refused_post_is_set_aside_and_resent_at_the_next_start(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_refused_firing_whose_resolution_got_through_is_not_resent(tmp_path):
+    receiver = Receiver(answers=[400])
+    try:
+        with AlertDispatcher(config(receiver.url), tmp_path) as dispatcher:
+            dispatcher.submit([row("a1")])
+            wait_until(lambda: dispatcher.stats().rejected == 1, "the 400 sets the firing aside")
+            dispatcher.submit([row("a1", status="resolved"), row("a2", subject="m-2")])
+            assert dispatcher.wait_until_delivered(60)
+        with AlertDispatcher(config(receiver.url), tmp_path) as restarted:
+            assert restarted.stats().pending == 0
+            # A new transition after the restart proves the sender ran past whatever it read back.
+            restarted.submit([row("a3", subject="m-3")])
+            assert restarted.wait_until_delivered(60)
+        assert receiver.transitions() == {key(row("a1", status="resolved")): 1, key(row("a2", subject="m-2")): 1,
+                                          key(row("a3", subject="m-3")): 1}
+    finally:
+        receiver.stop()
+
+
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_a_bad_row_is_refused_before_anything_is_stored(receiver, tmp_path):
     with AlertDispatcher(config(receiver.url), tmp_path) as dispatcher:
