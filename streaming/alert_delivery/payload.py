@@ -30,7 +30,8 @@ from .errors import InvalidAlertError
 WEBHOOK_VERSION = "4"
 #: Go's zero time.Time, which Alertmanager writes as endsAt of an alert still firing.
 GO_ZERO_TIME = "0001-01-01T00:00:00Z"
-SEVERITIES = ("warning", "critical")
+# The alert rules allow these (streaming.alert_rules.SEVERITIES); Alertmanager itself accepts any value.
+SEVERITIES = ("info", "warning", "critical")
 STATUSES = ("firing", "resolved")
 
 _FNV64_OFFSET = 14695981039346656037
