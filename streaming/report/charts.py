@@ -200,7 +200,7 @@ def rebalance_timeline(history: GroupHistory) -> Chart:
 
 
 def unit_placement(history: GroupHistory) -> Chart:
-    units = history.units
+    units, unit = history.units, history.unit
     placements = history.placements if history.placements is not None else pd.DataFrame()
     generations = [int(x) for x in history.generations["generation"]]
     members = member_order(history)
@@ -215,7 +215,8 @@ def unit_placement(history: GroupHistory) -> Chart:
         i, j = row_of.get((row.topic, int(row.partition))), col_of.get(int(row.generation))
         if i is not None and j is not None:
             matrix[i, j] = colour_of[row.member_id]
-    palette = plt.get_cmap("tab20").colors
+    # tab10's ten clearly different colours first; tab20 (pairs of shades) only for more members.
+    palette = plt.get_cmap("tab10" if len(members) <= 10 else "tab20").colors
     cmap = ListedColormap([palette[i % len(palette)] for i in range(max(1, len(members)))])
     height = min(30.0, max(2.5, 0.25 * len(labels) + 1.8))
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
@@ -228,7 +229,7 @@ def unit_placement(history: GroupHistory) -> Chart:
     legend = [Patch(color=cmap(colour_of[m]), label=_short(m)) for m in members[:30]]
     ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="member")
     more = f" (first {PLACEMENT_MAX_UNITS})" if cut else ""
-    ax.set_title(f"{units.capitalize()} placement per member across generations{more} (grey: unassigned)")
-    return Chart("placement.png", f"{units.capitalize()} placement per member",
+    ax.set_title(f"{unit.capitalize()} placement per member across generations{more} (grey: unassigned)")
+    return Chart("placement.png", f"{unit.capitalize()} placement per member",
                  f"Which member holds each of the group's {units} after each generation (one colour per "
                  f"member; grey: nobody).", _png(fig))

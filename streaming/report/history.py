@@ -2,7 +2,7 @@
 
 Everything the report draws is here, already filtered to the group and the time window; the
 charts and the page never touch Spark. The ``alerts`` table is optional: the report shows it when
-the output root has one and says so when it does not.
+the output root has one and says so when it does not (a root written before the job had alerts).
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from dataclasses import dataclass
 import pandas as pd
 
 from assignors.errors import RebalanceMonitorError
-from schemas.tables import ASSIGNMENTS, BALANCE_METRICS, MEMBER_EVENTS
+from schemas.tables import ALERTS, ASSIGNMENTS, BALANCE_METRICS, MEMBER_EVENTS
 
 from ..config import OutputConfig
 from .window import TimeWindow
 
-ALERTS = "alerts"
 #: What a group's units are called: Streams and Connect groups carry their tasks and connectors
 #: in the same ``partitions`` column as a consumer group's partitions.
-UNITS = {"consumer": "partitions", "streams": "tasks", "connect": "connectors/tasks"}
+UNITS = {"consumer": ("partition", "partitions"), "streams": ("task", "tasks"),
+         "connect": ("connector/task", "connectors/tasks")}
 #: Group types whose report also shows where each unit is placed, generation by generation.
 PLACEMENT_GROUP_TYPES = ("streams", "connect")
 #: The round that completes a cooperative rebalance: a generation, but not a new rebalance.
@@ -46,7 +46,7 @@ class GroupHistory:
     placements: pd.DataFrame | None
     #: member_events of the group (joins, leaves, expiries, ...), by time.
     member_events: pd.DataFrame
-    #: Alerts of the group, or None when the output root has no alerts table.
+    #: Alert episodes of the group (one row each), or None when the output root has no alerts table.
     alerts: pd.DataFrame | None
 
     @property
@@ -58,8 +58,13 @@ class GroupHistory:
         return str(self.latest["group_type"] or "consumer")
 
     @property
+    def unit(self) -> str:
+        """What one unit of the group is called (partition, task, ...)."""
+        return UNITS.get(self.group_type, UNITS["consumer"])[0]
+
+    @property
     def units(self) -> str:
-        return UNITS.get(self.group_type, "partitions")
+        return UNITS.get(self.group_type, UNITS["consumer"])[1]
 
     @property
     def rebalance_count(self) -> int:
@@ -67,33 +72,28 @@ class GroupHistory:
         return int((self.generations["trigger"] != FOLLOWUP_TRIGGER).sum())
 
 
-_GENERATIONS_SQL = f"""
-SELECT generation, event_time_ms AS event_time, trigger, trigger_member, assignor, protocol, group_type,
-       phase, members, partitions, moved, imbalance, unassigned, stickiness
+# The group filter is applied with the DataFrame API, not spliced into the SQL: a group id is free
+# text. (Spark's named SQL parameters do not bind through the registered temporary views.)
+_GENERATIONS_SQL = """
+SELECT group_id, generation, event_time_ms AS event_time, trigger, trigger_member, assignor, protocol,
+       group_type, phase, members, partitions, moved, imbalance, unassigned, stickiness
 FROM rebalance_history
-WHERE group_id = :group AND {{window}}
-ORDER BY generation
 """
 
 _HOLDINGS_SQL = f"""
-SELECT generation, member_id, group_instance_id, size(partitions) AS units
+SELECT group_id, event_time, generation, member_id, group_instance_id, size(partitions) AS units
 FROM {ASSIGNMENTS}
-WHERE group_id = :group AND {{window}}
-ORDER BY generation, member_id
 """
 
 _PLACEMENTS_SQL = f"""
-SELECT generation, member_id, tp.topic AS topic, tp.partition AS partition
+SELECT group_id, event_time, generation, member_id, tp.topic AS topic, tp.partition AS partition
 FROM {ASSIGNMENTS} LATERAL VIEW explode(partitions) exploded AS tp
-WHERE group_id = :group AND {{window}}
-ORDER BY generation, topic, partition
 """
 
 _MEMBER_EVENTS_SQL = f"""
-SELECT event_time, member_id, event, group_instance_id, reason, previous_member_id, late
+SELECT group_id, event_time, member_id, event, group_instance_id, reason, previous_member_id, late
 FROM {MEMBER_EVENTS}
-WHERE group_id = :group AND member_id IS NOT NULL AND {{window}}
-ORDER BY event_time, member_id, event
+WHERE member_id IS NOT NULL
 """
 
 #: The alerts table's columns the report shows, in this order (others are ignored).
@@ -104,24 +104,28 @@ ALERT_COLUMNS = ("alert_id", "rule", "subject", "severity", "status", "value", "
 def load_group_history(spark, output: OutputConfig, group_id: str, window: TimeWindow) -> GroupHistory:
     """Read the group's history; the tables and views must be registered (streaming.views)."""
 
-    def frame(sql: str, column: str = "event_time") -> pd.DataFrame:
-        return spark.sql(sql.format(window=window.sql_condition(column)), args={"group": group_id}).toPandas()
+    from pyspark.sql import functions as F
 
-    generations = frame(_GENERATIONS_SQL, "event_time_ms")
+    def frame(sql: str, *order: str) -> pd.DataFrame:
+        df = spark.sql(sql).where(F.col("group_id") == F.lit(group_id)).where(window.sql_condition("event_time"))
+        return df.drop("group_id").orderBy(*order).toPandas()
+
+    generations = frame(_GENERATIONS_SQL, "generation")
     if generations.empty:
         raise NoGroupHistoryError(_no_history_message(spark, output, group_id, window))
-    holdings = frame(_HOLDINGS_SQL)
+    holdings = frame(_HOLDINGS_SQL, "generation", "member_id").drop(columns="event_time")
     group_type = str(generations.iloc[-1]["group_type"] or "consumer")
-    placements = frame(_PLACEMENTS_SQL) if group_type in PLACEMENT_GROUP_TYPES else None
+    placements = frame(_PLACEMENTS_SQL, "generation", "topic", "partition").drop(columns="event_time") if group_type in PLACEMENT_GROUP_TYPES else None
     return GroupHistory(group_id=group_id, window=window, root=output.table_path(""), generations=generations,
-                        holdings=holdings, placements=placements, member_events=frame(_MEMBER_EVENTS_SQL),
+                        holdings=holdings, placements=placements, member_events=frame(_MEMBER_EVENTS_SQL, "event_time", "member_id", "event"),
                         alerts=_load_alerts(spark, output, group_id, window))
 
 
 def _no_history_message(spark, output: OutputConfig, group_id: str, window: TimeWindow) -> str:
     tables = f"{BALANCE_METRICS}, {ASSIGNMENTS} and {MEMBER_EVENTS} under {output.table_path('')}"
-    total = spark.sql(f"SELECT count(*) FROM {BALANCE_METRICS} WHERE group_id = :group",
-                      args={"group": group_id}).first()[0]
+    from pyspark.sql import functions as F
+
+    total = spark.table(BALANCE_METRICS).where(F.col("group_id") == F.lit(group_id)).count()
     if total:
         return (f"group {group_id!r} has {total} generation(s) in {tables}, "
                 f"but none {window.describe()}")
@@ -129,16 +133,19 @@ def _no_history_message(spark, output: OutputConfig, group_id: str, window: Time
 
 
 def _load_alerts(spark, output: OutputConfig, group_id: str, window: TimeWindow) -> pd.DataFrame | None:
-    """The group's alerts that fired in the window or were still open in it; None without the table."""
+    """The group's alert episodes that fired in the window or were open in it; None without the table.
+
+    The table has a row when an episode fires and another when it resolves (same alert_id and
+    fired_at): an episode is shown once, resolved if it has a resolved row by the window's end.
+    """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
     from pyspark.sql.utils import AnalysisException
 
     try:
         df = spark.read.format("delta").load(output.table_path(ALERTS))
-    except AnalysisException:  # no alerts table where the job writes (older job, or alerting off)
+    except AnalysisException:  # no alerts table where the job writes (written by an older job)
         return None
-    df = df.where(F.col("group_id") == F.lit(group_id))
     columns = []
     for name in ALERT_COLUMNS:
         if name not in df.columns:
@@ -148,9 +155,13 @@ def _load_alerts(spark, output: OutputConfig, group_id: str, window: TimeWindow)
             columns.append(F.unix_millis(F.col(name)).alias(name))  # the report's times are epoch ms
         else:
             columns.append(F.col(name))
-    df = df.select(*columns)
-    if window.until_ms is not None:
-        df = df.where(F.col("fired_at").isNull() | (F.col("fired_at") <= window.until_ms))
+    rows = df.where(F.col("group_id") == F.lit(group_id)).select(*columns).toPandas()
+    if window.until_ms is not None:  # what the window's end knows: later resolutions not yet
+        rows = rows[rows["fired_at"].isna() | (rows["fired_at"] <= window.until_ms)]
+        rows = rows[rows["resolved_at"].isna() | (rows["resolved_at"] <= window.until_ms)]
+    rows = rows.assign(_resolved=rows["status"] == "resolved")
+    episodes = rows.sort_values(["alert_id", "fired_at", "_resolved"]).groupby(
+        ["alert_id", "fired_at"], dropna=False, sort=False).tail(1)  # the resolved row, when there is one
     if window.since_ms is not None:
-        df = df.where(F.col("resolved_at").isNull() | (F.col("resolved_at") >= window.since_ms))
-    return df.orderBy("fired_at", "alert_id").toPandas()
+        episodes = episodes[episodes["resolved_at"].isna() | (episodes["resolved_at"] >= window.since_ms)]
+    return episodes.drop(columns="_resolved").sort_values(["fired_at", "alert_id"]).reset_index(drop=True)

@@ -61,7 +61,7 @@ def summary_rows(history: GroupHistory) -> list[tuple[str, object]]:
         alert_text = "no alerts table in the output root"
     else:
         firing = int((alerts["status"] == "firing").sum())
-        alert_text = f"{len(alerts)} ({firing} firing)"
+        alert_text = f"{len(alerts)} ({firing} still firing)"
     return [
         ("group", history.group_id),
         ("group type", history.group_type),
