@@ -50,9 +50,13 @@ def distinct_subscriptions(members: Sequence[MemberSpec]) -> dict[tuple[str, ...
     be ten million Python steps).
     """
     seen: dict[tuple[str, ...], int] = {}
+    previous = None
     for member in members:
-        if member.topics not in seen:
-            seen[member.topics] = len(seen)
+        # A tuple's hash is not cached: skip hashing a subscription that is the very object the
+        # previous member had (the codec shares equal subscriptions between members).
+        if member.topics is not previous:
+            previous = member.topics
+            seen.setdefault(previous, len(seen))
     return seen
 
 
@@ -62,7 +66,14 @@ def subscription_classes(members: Sequence[MemberSpec]) -> tuple[dict[tuple[str,
     Hashing a subscription costs a step per topic, so callers that need both compute them once.
     """
     seen: dict[tuple[str, ...], int] = {}
-    number = [seen.setdefault(member.topics, len(seen)) for member in members]
+    number: list[int] = []
+    previous = None
+    current = -1
+    for member in members:
+        if member.topics is not previous:  # see distinct_subscriptions
+            previous = member.topics
+            current = seen.setdefault(previous, len(seen))
+        number.append(current)
     return seen, number
 
 

@@ -26,7 +26,7 @@ its author find the mistake.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .errors import AssignmentError, InvalidGroupSpecError, UnknownAssignorError
 from .model import (
@@ -80,7 +80,7 @@ def parse_group_spec(obj: object, assignor_override: str | None = None) -> Parse
     spec_id = _parse_id(obj)
     assignor = _parse_assignor(obj, assignor_override)
     topics = _parse_topics(obj.get("topics", _MISSING))
-    members = _parse_members(obj.get("members", _MISSING))
+    members = _parse_members(obj.get("members", _MISSING), topics)
     group_id = "" if spec_id is None else str(spec_id)
     return ParsedSpec(spec_id, assignor, GroupSpec(members=members, topics=topics, group_id=group_id))
 
@@ -279,7 +279,7 @@ def _parse_racks(value: object, partitions: int, path: str) -> tuple[frozenset[s
     return tuple(racks)
 
 
-def _parse_members(value: object) -> tuple[MemberSpec, ...]:
+def _parse_members(value: object, topics: Mapping[str, TopicSpec] | None = None) -> tuple[MemberSpec, ...]:
     if not isinstance(value, list):
         raise InvalidGroupSpecError(f"members: must be a list of member objects, got {_show(value)}")
     if not value:
@@ -289,9 +289,14 @@ def _parse_members(value: object) -> tuple[MemberSpec, ...]:
     members: list[MemberSpec] = []
     index_of_member: dict[str, int] = {}
     index_of_instance: dict[str, int] = {}
+    # Members with the same subscription share one tuple, and topic names are the metadata's own
+    # strings: the assignors group members by subscription, and equal subscriptions that are one
+    # object compare by identity instead of string by string (a large group usually has a few
+    # distinct subscriptions, each listed by thousands of members).
+    sharing = _Sharing({name: name for name in topics or ()}, {})
     for i, entry in enumerate(value):
         path = f"members[{i}]"
-        member = _parse_member(entry, path)
+        member = _parse_member(entry, path, sharing)
         if member.member_id in index_of_member:
             raise InvalidGroupSpecError(
                 f"{path}.member_id: {member.member_id!r} is already used by members[{index_of_member[member.member_id]}]"
@@ -310,7 +315,7 @@ def _parse_members(value: object) -> tuple[MemberSpec, ...]:
     return tuple(members)
 
 
-def _parse_member(entry: object, path: str) -> MemberSpec:
+def _parse_member(entry: object, path: str, sharing: _Sharing | None = None) -> MemberSpec:
     if not isinstance(entry, Mapping):
         raise InvalidGroupSpecError(f"{path}: must be an object with member_id and topics, got {_show(entry)}")
     _reject_unknown_keys(entry, _MEMBER_KEYS, path)
@@ -330,6 +335,8 @@ def _parse_member(entry: object, path: str) -> MemberSpec:
         raise InvalidGroupSpecError(f"{path}.rack: must be a non-empty string or null, got {_show(rack)}")
 
     topics = _parse_subscription(entry.get("topics", _MISSING), path)
+    if sharing is not None:
+        topics = sharing.share(topics)
     owned = _parse_owned(entry.get("owned_partitions", []), path)
 
     generation = entry.get("generation", UNKNOWN_GENERATION)
@@ -350,6 +357,20 @@ def _parse_member(entry: object, path: str) -> MemberSpec:
         group_instance_id=instance_id,
         rack=rack,
     )
+
+
+class _Sharing(NamedTuple):
+    """Canonical topic-name strings and subscription tuples of one spec being parsed."""
+
+    names: dict[str, str]
+    subscriptions: dict[tuple[str, ...], tuple[str, ...]]
+
+    def share(self, topics: tuple[str, ...]) -> tuple[str, ...]:
+        shared = self.subscriptions.get(topics)
+        if shared is None:
+            names = self.names
+            shared = self.subscriptions[topics] = tuple(map(names.get, topics, topics))
+        return shared
 
 
 def _parse_subscription(value: object, path: str) -> tuple[str, ...]:

@@ -41,7 +41,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .._common import distinct_subscriptions
+from .._common import subscription_classes
 from ..java_order import string_hash
 from ..model import MemberSpec
 from ._layout import Claims, Layout, member_id_ranks
@@ -120,13 +120,13 @@ class _KafkaGeneral:
         n_topics = len(layout.topics)
         self.n_topics = n_topics
         index = layout.topic_index
-        classes = distinct_subscriptions(members)
+        classes, member_class = subscription_classes(members)
         per_class = [sorted({index[t] for t in topics if t in index}) for topics in classes]
-        self.member_topics: list[list[int]] = [per_class[classes[m.topics]] for m in members]
+        self.member_topics: list[list[int]] = [per_class[c] for c in member_class]
         subscribed = np.zeros((len(classes), n_topics), dtype=bool)
         for c, ts in enumerate(per_class):
             subscribed[c, ts] = True
-        self.class_of = np.fromiter((classes[m.topics] for m in members), dtype=np.int64, count=n)
+        self.class_of = np.array(member_class, dtype=np.int64)
         self.class_subscribed = subscribed
         subs_per_topic = subscribed[self.class_of].sum(axis=0) if n else np.zeros(n_topics, dtype=np.int64)
         self.subs_count = subs_per_topic.astype(np.int64)

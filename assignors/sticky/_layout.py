@@ -106,8 +106,13 @@ def partition_objects(layout: Layout, claims: Claims) -> np.ndarray:
     have[claims.g] = True
     fresh: list = []
     offsets = layout.offsets.tolist()
+    # Only topics with a claimed partition need a look at which numbers are missing.
+    claimed_topics = set(layout.topic_of(np.unique(claims.g)).tolist()) if len(claims.g) else set()
     for t, name in enumerate(layout.topics):
         lo, hi = offsets[t], offsets[t + 1]
+        if t not in claimed_topics:
+            fresh += topic_partitions(name, range(hi - lo))
+            continue
         missing = np.flatnonzero(~have[lo:hi])
         fresh += topic_partitions(name, range(hi - lo) if len(missing) == hi - lo else missing.tolist())
     # fromiter keeps each TopicPartition whole; np.array would read a list of pairs as rows

@@ -344,3 +344,57 @@ def test_chosen_answer_is_never_worse_than_the_kafka_port_on_balance_or_moves(sp
         check_valid_and_complete(spec, GroupAssignment(assignment=placed))
         assert balance_score(placed) <= balance_score(kafka)
         assert claim_moves(spec, result.assignment) <= claim_moves(spec, kafka)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_plain_python_level_fill_and_deal_order_equal_the_numpy_ones(seed, monkeypatch):
+    # The general builder's per-topic routines run in plain Python for topics with few
+    # subscribers; the NumPy versions handle the rest. Both must agree exactly.
+    import random
+
+    import numpy as np
+
+    import assignors.sticky._general as general
+
+    rng = random.Random(seed)
+    for _ in range(100):
+        n = rng.randint(1, 30)
+        loads = np.array([rng.randint(0, 10) for _ in range(n)], dtype=np.int64)
+        ranks = np.array(rng.sample(range(100), n), dtype=np.int64)
+        members = np.array(rng.sample(range(200), n), dtype=np.int64)
+        deficit = np.array([rng.randint(0, 4) for _ in range(n)], dtype=np.int64)
+        units = rng.randint(1, 60)
+        monkeypatch.setattr(general, "SMALL", 48)
+        small = (general._level_fill(loads, ranks, units), general._deal_order(loads, ranks, members, deficit))
+        monkeypatch.setattr(general, "SMALL", -1)
+        large = (general._level_fill(loads, ranks, units), general._deal_order(loads, ranks, members, deficit))
+        assert small[0].tolist() == large[0].tolist()
+        assert int(small[0].sum()) == units
+        assert small[1].tolist() == large[1].tolist()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_general_path_answer_does_not_depend_on_the_plain_python_threshold(seed, monkeypatch):
+    # Same groups (owned partitions included) through the plain-Python per-topic routines and
+    # through the NumPy ones: identical answers, list order and transfers included.
+    import assignors.sticky._general as general
+
+    rng = random.Random(seed)
+    topics = {f"t{i}": rng.randint(0, 12) for i in range(rng.randint(2, 7))}
+    names = list(topics)
+    owners = {}
+    members = []
+    for i in range(rng.randint(2, 14)):
+        subscribed = rng.sample(names, rng.randint(1, len(names)))
+        owned = [TopicPartition(t, p) for t in subscribed for p in range(topics[t])
+                 if rng.random() < 0.3 and (t, p) not in owners]
+        owners.update({tp: i for tp in owned})
+        members.append(MemberSpec(f"c{rng.randint(0, 99)}-{i}", tuple(subscribed), tuple(owned), 1))
+    spec = GroupSpec(tuple(members), {t: TopicSpec(t, c) for t, c in topics.items()})
+    monkeypatch.setattr(general, "SMALL", 48)
+    small = (assign_sticky(spec), assign_cooperative_sticky(spec))
+    monkeypatch.setattr(general, "SMALL", -1)
+    large = (assign_sticky(spec), assign_cooperative_sticky(spec))
+    assert small == large
+    assert sum(map(len, small[0].assignment.values())) == sum(
+        c for t, c in topics.items() if any(t in m.topics for m in members))
