@@ -213,6 +213,15 @@ def _group_topics(g: GroupSnapshot, old: GroupView | None) -> tuple[str, ...]:
     return old.topics if old is not None else ()
 
 
+def _workload(group_topics: tuple[str, ...], topics: Mapping[str, TopicSnapshot],
+              old: GroupView | None) -> tuple[TopicSnapshot, ...]:
+    """The group's topics as described this poll. Mid-rebalance nobody holds a partition, so the
+    poll may not have described the group's topics at all: those keep their last description
+    (an empty workload would make the job drop every partition)."""
+    before = {t.name: t for t in old.workload} if old is not None else {}
+    return tuple(topics.get(t) or before[t] for t in group_topics if t in topics or t in before)
+
+
 def _view_of(g: GroupSnapshot, old: GroupView | None, topics: Mapping[str, TopicSnapshot]) -> GroupView:
     group_topics = _group_topics(g, old)
     old_members = old.members if old is not None else {}
@@ -232,7 +241,7 @@ def _view_of(g: GroupSnapshot, old: GroupView | None, topics: Mapping[str, Topic
         group_id=g.group_id, group_protocol=g.type,
         raw_assignor=g.partition_assignor or (old.raw_assignor if old is not None else None),
         state=g.state, topics=group_topics,
-        workload=tuple(topics[t] for t in group_topics if t in topics),
+        workload=_workload(group_topics, topics, old),
         members=members)
 
 
@@ -285,7 +294,7 @@ class _Emitter:
         self.heartbeats.append(CollectedEvent(HEARTBEAT, group_id, value))
 
 
-def _update_reason(before: MemberView, after: MemberView, group_changed: bool) -> str | None:
+def _update_reason(before: MemberView, after: MemberView, group_changed: bool, state_changed: bool) -> str | None:
     what = []
     if before.owned != after.owned:
         what.append("assignment")
@@ -298,6 +307,8 @@ def _update_reason(before: MemberView, after: MemberView, group_changed: bool) -
         what.append("metadata")
     if group_changed:
         what.append("assignor")
+    if state_changed:
+        what.append("group state")
     return " and ".join(what) + " changed" if what else None
 
 
@@ -331,15 +342,20 @@ def diff(previous: Mapping[str, GroupView], snapshot: ClusterSnapshot,
                     if m.group_instance_id and m.member_id not in old_members}
         for m in old_members.values():
             if m.member_id not in new.members and m.group_instance_id not in replaced:
-                out.member("leave", old, m, LEAVE_REASON)
+                # The group's state now, not at the last poll: a departure usually starts a
+                # rebalance, and the job must not take the others' last assignment as settled.
+                out.member("leave", new, m, LEAVE_REASON)
         for m in new.members.values():
             if m.member_id not in old_members:
                 out.member("join", new, m, JOIN_REASON)
         group_changed = old is not None and (new.assignor, new.protocol) != (old.assignor, old.protocol)
+        # The job compares its computed assignment with the actual one only while the group is
+        # settled, so it must hear when the coordinator's state changes, even if nothing else did.
+        state_changed = old is not None and new.state.upper() != old.state.upper()
         for m in new.members.values():
             before = old_members.get(m.member_id)
             if before is not None:
-                reason = _update_reason(before, m, group_changed)
+                reason = _update_reason(before, m, group_changed, state_changed)
                 if reason:
                     out.member("update", new, m, reason)
         for member_id in new.members:

@@ -197,14 +197,48 @@ def test_a_classic_group_mid_rebalance_keeps_the_last_known_assignment():
     # Classic coordinators report no assignments outside Stable (and no assignor while preparing).
     rebalancing = orders(member("c1"), member("c2"), member("c3"), assignor=None, state="PREPARING_REBALANCING")
     events = c.observe(snapshot(T0 + 1_000, rebalancing))
-    [join] = membership(events)
-    assert join["type"] == "join" and join["member_id"] == "c3"
+    [join] = membership(events, "join")
+    assert join["member_id"] == "c3" and join["group_state"] == "PREPARING_REBALANCING"
     assert "owned_partitions" not in join and join["topics"] == ["orders"] and join["assignor"] == "range"
+    # The others are told the group is rebalancing, with the assignment last seen.
+    assert {v["member_id"]: (v["reason"], v["group_state"], owned(v)) for v in membership(events, "update")} == {
+        "c1": ("group state changed", "PREPARING_REBALANCING", [("orders", 0), ("orders", 1), ("orders", 2)]),
+        "c2": ("group state changed", "PREPARING_REBALANCING", [("orders", 3), ("orders", 4), ("orders", 5)])}
     assert len(heartbeats(events)) == 3
     events = c.observe(snapshot(T0 + 2_000, orders(member("c1", 0, 1), member("c2", 2, 3), member("c3", 4, 5))))
-    assert {v["member_id"]: owned(v) for v in membership(events, "update")} == {
-        "c1": [("orders", 0), ("orders", 1)], "c2": [("orders", 2), ("orders", 3)],
-        "c3": [("orders", 4), ("orders", 5)]}
+    assert {v["member_id"]: (owned(v), v["reason"]) for v in membership(events, "update")} == {
+        "c1": ([("orders", 0), ("orders", 1)], "assignment and group state changed"),
+        "c2": ([("orders", 2), ("orders", 3)], "assignment and group state changed"),
+        "c3": ([("orders", 4), ("orders", 5)], "assignment and group state changed")}
+    assert {v["group_state"] for v in membership(events)} == {"STABLE"}
+
+
+def test_a_leave_carries_the_group_state_after_it_and_a_state_change_alone_is_an_update():
+    c = Collector()
+    c.observe(snapshot(T0, orders(member("c1", 0, 1, 2), member("c2", 3, 4, 5))))
+    # c2 left; the coordinator is rebalancing and still reports c1's old assignment.
+    events = c.observe(snapshot(T0 + 1_000, orders(member("c1"), assignor=None, state="PREPARING_REBALANCING")))
+    assert [(v["type"], v["member_id"], v["group_state"]) for v in membership(events)] == [
+        ("leave", "c2", "PREPARING_REBALANCING"), ("update", "c1", "PREPARING_REBALANCING")]
+    # Stable again with the same assignment (c2 held nothing c1 needed): still an update, so the
+    # job knows the assignment it holds is settled.
+    events = c.observe(snapshot(T0 + 2_000, orders(member("c1", 0, 1, 2))))
+    [update] = membership(events)
+    assert (update["reason"], update["group_state"], owned(update)) == (
+        "group state changed", "STABLE", [("orders", 0), ("orders", 1), ("orders", 2)])
+    assert membership(c.observe(snapshot(T0 + 3_000, orders(member("c1", 0, 1, 2))))) == []
+
+
+def test_mid_rebalance_the_topics_nobody_described_keep_their_workload():
+    c = Collector()
+    c.observe(snapshot(T0, orders(member("c1", 0, 1, 2), member("c2", 3, 4, 5))))
+    # Nobody holds anything while the group rebalances, so the poll described no topic.
+    events = c.observe(snapshot(T0 + 1_000, orders(member("c1"), state="PREPARING_REBALANCING"), topics=()))
+    assert membership(events, "workload") == []
+    # Described again, with more partitions: that is a workload change.
+    events = c.observe(snapshot(T0 + 2_000, orders(member("c1", *range(8))), topics=(TopicSnapshot("orders", 8),)))
+    [workload] = membership(events, "workload")
+    assert workload["workload"]["topics"] == [{"name": "orders", "partitions": 8, "racks": None}]
 
 
 def test_a_static_member_under_a_new_member_id_is_a_join_without_a_leave():
@@ -228,7 +262,8 @@ def test_kip848_groups_are_cooperative_with_server_assignor_names_and_target_ass
                                        target_assignment=(("orders", 0), ("orders", 1))),
                         assignor="range", type="consumer")
     [update] = membership(c.observe(snapshot(T0 + 1_000, reconciled)))
-    assert update["reason"] == "assignment changed" and len(owned(update)) == 2
+    assert update["reason"] == "assignment and group state changed" and len(owned(update)) == 2
+    assert update["group_state"] == "STABLE"
 
 
 @pytest.mark.parametrize("raw,group_protocol,expected", [

@@ -107,7 +107,9 @@ class RealGroup:
         self.group_protocol = group_protocol
         config: dict[str, object] = {
             "bootstrap.servers": bootstrap, "group.id": group_id, "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "log_level": 0, "group.protocol": group_protocol}
+            "enable.auto.commit": False, "log_level": 0, "group.protocol": group_protocol,
+            # Pick up a topic that is new to the broker soon, not after librdkafka's 5 minutes.
+            "topic.metadata.refresh.interval.ms": 2000}
         if strategy:
             config["partition.assignment.strategy"] = strategy
         if remote_assignor:
@@ -119,6 +121,20 @@ class RealGroup:
         self._admin = admin_client({"bootstrap.servers": bootstrap})
         self._pattern = re.compile(re.escape(group_id))
         self._count = 0
+        self._wait_for_topics()
+
+    def _wait_for_topics(self, timeout_s: float = 60.0) -> None:
+        """A consumer that subscribes before a new topic is in the broker's metadata leaves it out
+        of the group until its next metadata refresh (minutes): wait until every topic shows."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            metadata = self._admin.list_topics(timeout=10)
+            have = {t: len(m.partitions) for t, m in metadata.topics.items() if m.error is None}
+            if all(have.get(t) == n for t, n in self.topics.items()):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topics {self.topics} not all in metadata within {timeout_s:.0f} s: {have}")
+            time.sleep(0.2)
 
     @property
     def all_partitions(self) -> frozenset[tuple[str, int]]:
@@ -226,6 +242,10 @@ class CollectorThread(threading.Thread):
             if time.monotonic() > deadline:
                 raise AssertionError(f"fewer than {n} good polls within {timeout_s:.0f} s")
             time.sleep(0.05)
+
+    def events(self) -> list[dict]:
+        """Every event the collector delivered, in order (membership and heartbeats)."""
+        return [{"kind": e.kind, **e.value} for r in self.results if r.ok for e in r.events]
 
     def stop(self) -> list[PollResult]:
         self._stop_event.set()

@@ -8,8 +8,7 @@ with the assignment the coordinator actually reported.
 
 from __future__ import annotations
 
-import logging
-import random
+import json
 
 import pytest
 
@@ -92,9 +91,12 @@ def test_eager_groups_every_generation_computed_equals_the_actual_one(
     run_available_now(spark, config)
 
     assert [len(g.members) for g in group.generations] == [1, 4, 2]
+    (tmp_path / "collector-events.json").write_text(json.dumps(collector.events()))
     checks = _checks(spark, config, group_id)
     assert checks, "the job wrote no assignment_checks for the live group"
-    assert [c for c in checks if not c["agrees"]] == []
+    computed = _job_generations(spark, config, group_id)
+    assert [c for c in checks if not c["agrees"]] == [], \
+        f"disagreements; the job's generations: {computed}; events in {tmp_path / 'collector-events.json'}"
     assert all(c["computed_assignor"] == c["reported_assignor"] == strategy for c in checks)
     assert all(c["group_state"] == "STABLE" for c in checks)
 
@@ -102,7 +104,6 @@ def test_eager_groups_every_generation_computed_equals_the_actual_one(
     # actual assignments is exactly one of the job's computed generations.
     observed = _stable_observations(collector, group_id)
     assert len(checks) >= len(observed) >= len(group.generations)
-    computed = _job_generations(spark, config, group_id)
     for actual in observed:
         assert actual in computed.values(), f"no computed generation equals the actual {actual}"
     for settled in group.generations:
