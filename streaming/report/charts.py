@@ -30,6 +30,8 @@ WIDTH_IN = 11.0
 ANNOTATE_MAX_CELLS = 600
 #: Above this many members the timeline has one lane per kind of event instead of one per member.
 TIMELINE_MAX_MEMBER_LANES = 40
+#: Above this many generations the timeline's lines go unlabelled (the page's table has them all).
+TIMELINE_MAX_LABELS = 40
 #: Rows of the placement chart: more units than this are cut (the title says so).
 PLACEMENT_MAX_UNITS = 150
 EVENT_STYLES = {  # member_events.event -> (marker, colour, legend label)
@@ -150,6 +152,37 @@ def balance_per_rebalance(history: GroupHistory) -> Chart:
                  _png(fig))
 
 
+_STARTS = ("joined", "rejoined", "static_rejoin")
+_ENDS = ("left", "expired")
+
+
+def membership_spans(history: GroupHistory, start_ms: int, end_ms: int) -> dict[str, list[tuple[int, int]]]:
+    """When each member was in the group, from its events: join to leave or expiry (a static member
+    replaced under a new member id ends there). A member already in the group when the window opens
+    starts at ``start_ms``; one still in it at the end runs to ``end_ms``."""
+    changes: dict[str, list[tuple[int, bool]]] = {m: [] for m in member_order(history)}
+    for row in history.member_events.itertuples(index=False):
+        if row.event in _STARTS:
+            changes[row.member_id].append((int(row.event_time), True))
+        elif row.event in _ENDS:
+            changes[row.member_id].append((int(row.event_time), False))
+        if row.event == "static_rejoin" and isinstance(row.previous_member_id, str):
+            changes.setdefault(row.previous_member_id, []).append((int(row.event_time), False))
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for member, moves in changes.items():
+        moves.sort()
+        opened: int | None = None if moves and moves[0][1] else start_ms
+        for t, joins in moves:
+            if joins and opened is None:
+                opened = t
+            elif not joins and opened is not None:
+                spans.setdefault(member, []).append((opened, t))
+                opened = None
+        if opened is not None:
+            spans.setdefault(member, []).append((opened, end_ms))
+    return spans
+
+
 def rebalance_timeline(history: GroupHistory) -> Chart:
     g = history.generations
     events = history.member_events
@@ -162,13 +195,22 @@ def rebalance_timeline(history: GroupHistory) -> Chart:
     height = min(30.0, max(3.5, 0.3 * len(lanes) + 3.0))
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
     label_y = len(lanes) - 0.3
+    labelled = len(g) <= TIMELINE_MAX_LABELS
     for row in g.itertuples(index=False):
         t = _utc(row.event_time)
         ax.axvline(t, color="#9467bd" if row.trigger != "cooperative_followup" else "#c5b0d5",
                    linestyle="--", linewidth=1, zorder=1)
+        if not labelled:
+            continue
         who = f" ({_short(str(row.trigger_member), 16)})" if isinstance(row.trigger_member, str) else ""
         ax.text(t, label_y, f" g{int(row.generation)} {row.trigger}{who}", rotation=90, va="bottom",
                 ha="center", fontsize=7, color="#4b2a7a", clip_on=False)
+    times = [int(t) for t in g["event_time"]] + [int(t) for t in events["event_time"]]
+    if by_member:  # a grey bar while the member is in the group
+        for member, spans in membership_spans(history, min(times), max(times)).items():
+            if member in lane_of:
+                for start, end in spans:
+                    ax.hlines(lane_of[member], _utc(start), _utc(end), color="#d9d9d9", linewidth=6, zorder=2)
     seen = set()
     for kind, (marker, colour, label) in EVENT_STYLES.items():
         rows = events[events["event"] == kind]
@@ -181,7 +223,6 @@ def rebalance_timeline(history: GroupHistory) -> Chart:
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels(lanes, fontsize=8 if len(lanes) < 30 else 6)
     ax.set_ylim(-0.7, len(lanes) - 0.3)
-    times = [int(t) for t in g["event_time"]] + [int(t) for t in events["event_time"]]
     pad = max(1_000, (max(times) - min(times)) // 20)
     ax.set_xlim(_utc(min(times) - pad), _utc(max(times) + pad))
     locator = mdates.AutoDateLocator(tz=timezone.utc)
@@ -191,11 +232,16 @@ def rebalance_timeline(history: GroupHistory) -> Chart:
     ax.grid(axis="y", alpha=0.2)
     if seen:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="member events")
-    ax.set_title("Rebalance timeline: generations (dashed, with trigger and trigger member) and member events",
-                 pad=90)
+    if labelled:
+        ax.set_title("Rebalance timeline: generations (dashed, with trigger and trigger member) and member events",
+                     pad=90)
+    else:
+        ax.set_title(f"Rebalance timeline: {len(g)} generations (dashed; triggers in the table below) "
+                     "and member events")
     return Chart("timeline.png", "Rebalance timeline",
                  "Each dashed line is a generation, labelled with its number, its trigger and the member "
-                 "whose change opened it. Markers: members joining, leaving, expiring (one lane per member).",
+                 "whose change opened it. One lane per member: grey while it is in the group, markers where it "
+                 "joins, leaves or expires.",
                  _png(fig))
 
 

@@ -281,3 +281,57 @@ def test_the_cli_starts_without_pyspark_pandas_or_matplotlib():
             "print(sorted(m for m in ('pyspark', 'pandas', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# Pure parts, on histories built here (no Spark): member order, membership spans, large groups.
+
+def synthetic_history(members: int, generations: int, units: int, group_type: str = "streams"):
+    import pandas as pd
+
+    from streaming.report.history import GroupHistory
+    from streaming.report.window import TimeWindow
+
+    ids = [f"m{i:03d}" for i in range(members)]
+    gens = pd.DataFrame([{"generation": g, "event_time": START + g * 1_000, "trigger": "join", "trigger_member": ids[0],
+                          "assignor": "range", "protocol": "eager", "group_type": group_type, "phase": "complete",
+                          "members": members, "partitions": units, "moved": g % 3, "imbalance": g % 2,
+                          "unassigned": 0, "stickiness": 1.0} for g in range(1, generations + 1)])
+    holdings = pd.DataFrame([{"generation": g, "member_id": m, "group_instance_id": None, "units": units // members}
+                             for g in range(1, generations + 1) for m in ids])
+    placements = pd.DataFrame([{"generation": g, "member_id": ids[u % members], "topic": "0", "partition": u}
+                               for g in range(1, generations + 1) for u in range(units)])
+    events = pd.DataFrame([{"event_time": START + i, "member_id": m, "event": "joined", "group_instance_id": None,
+                            "reason": None, "previous_member_id": None, "late": False} for i, m in enumerate(ids)])
+    return GroupHistory(group_id="big", window=TimeWindow(), root="/nowhere", generations=gens, holdings=holdings,
+                        placements=placements if group_type == "streams" else None, member_events=events,
+                        alerts=None)
+
+
+def test_large_groups_still_render_every_chart():
+    from streaming.report.charts import PLACEMENT_MAX_UNITS, TIMELINE_MAX_MEMBER_LANES, render_charts
+
+    history = synthetic_history(TIMELINE_MAX_MEMBER_LANES + 20, 80, PLACEMENT_MAX_UNITS + 50)
+    charts = render_charts(history)
+    assert [c.name for c in charts] == ["units-per-member.png", "balance.png", "timeline.png", "placement.png"]
+    for chart in charts:
+        assert_real_chart(chart.png)
+
+
+def test_membership_spans_follow_joins_leaves_expiries_and_static_rejoins():
+    import pandas as pd
+
+    from streaming.report.charts import member_order, membership_spans
+
+    history = synthetic_history(1, 1, 2, group_type="consumer")
+    rows = [(100, "a", "joined", None), (300, "a", "left", None), (500, "a", "rejoined", None),
+            (200, "s1", "joined", None), (400, "s2", "static_rejoin", "s1"), (250, "old", "expired", None)]
+    events = pd.DataFrame([{"event_time": t, "member_id": m, "event": e, "group_instance_id": None, "reason": None,
+                            "previous_member_id": p, "late": False} for t, m, e, p in rows])
+    holdings = pd.DataFrame([{"generation": 1, "member_id": "z-held-all-along", "group_instance_id": None, "units": 2}])
+    from dataclasses import replace
+
+    history = replace(history, member_events=events, holdings=holdings)
+    assert member_order(history) == ["z-held-all-along", "a", "s1", "old", "s2"]
+    assert membership_spans(history, 0, 1_000) == {
+        "z-held-all-along": [(0, 1_000)], "a": [(100, 300), (500, 1_000)], "s1": [(200, 400)],
+        "old": [(0, 250)], "s2": [(400, 1_000)]}
