@@ -8,7 +8,8 @@ every name and every view below always resolves), then the ready views:
   partitions and ``assigned_partitions`` (Kafka's assigned-partitions);
 - ``rebalance_history``: one row per generation with its event time as a timestamp, what and who
   triggered it, how much moved and how balanced the result was;
-- ``group_health``: one row per group with its latest numbers and Kafka's rebalance metrics
+- ``open_alerts``: alert episodes that fired and have not resolved;
+- ``group_health``: one row per group with its latest numbers, its open alerts, and Kafka's rebalance metrics
   (rebalance-total, rebalance-rate-per-hour, last-rebalance-seconds-ago,
   failed-rebalance-total), measured in event time up to the newest event time in the tables,
   never the wall clock, so the same history always gives the same answer.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.tables import ASSIGNMENTS, BALANCE_METRICS, MEMBER_EVENTS, REJECTED_EVENTS, TABLES
+from schemas.tables import ALERTS, ASSIGNMENTS, BALANCE_METRICS, MEMBER_EVENTS, REJECTED_EVENTS, TABLES
 
 from .config import OutputConfig
 from .tables_sql import register_tables
@@ -42,7 +43,18 @@ SELECT max(event_time) AS now_ms FROM (
   SELECT event_time FROM {BALANCE_METRICS} UNION ALL SELECT event_time FROM {MEMBER_EVENTS})
 """
 
+#: Alert episodes (alert_id, fired_at) with a firing row and no resolved row yet.
+_OPEN_ALERTS = f"""
+SELECT alert_id, rule, group_id, subject, severity, timestamp_millis(fired_at) AS fired_time, fired_at,
+       value, threshold, generation, summary, description
+FROM {ALERTS}
+WHERE status = 'firing'
+  AND NOT EXISTS (SELECT 1 FROM {ALERTS} r
+                  WHERE r.status = 'resolved' AND r.alert_id = {ALERTS}.alert_id AND r.fired_at = {ALERTS}.fired_at)
+"""
+
 VIEWS: dict[str, str] = {
+    "open_alerts": _OPEN_ALERTS,
     "current_assignment": f"""
 SELECT a.group_id, a.generation, timestamp_millis(a.event_time) AS event_time,
        a.event_time AS event_time_ms, a.member_id, a.group_instance_id, a.partitions,
@@ -76,6 +88,9 @@ expiries AS (
   FROM {MEMBER_EVENTS} e CROSS JOIN clock c
   WHERE e.event = 'expired' AND e.event_time > c.now_ms - {HOUR_MS}
   GROUP BY e.group_id),
+open_alerts AS (
+  SELECT group_id, count(*) AS open_alerts, array_sort(collect_set(rule)) AS open_alert_rules
+  FROM ({_OPEN_ALERTS}) GROUP BY group_id),
 grps AS (SELECT group_id FROM totals UNION SELECT group_id FROM failures)
 SELECT g.group_id, l.group_type, l.assignor, l.protocol,
        l.generation, timestamp_millis(l.event_time) AS last_rebalance_time,
@@ -86,12 +101,14 @@ SELECT g.group_id, l.group_type, l.assignor, l.protocol,
        CAST(c.now_ms - l.event_time AS DOUBLE) / 1000 AS last_rebalance_seconds_ago,
        coalesce(f.failed_rebalance_total, 0) AS failed_rebalance_total,
        coalesce(x.members_expired_last_hour, 0) AS members_expired_last_hour,
+       coalesce(o.open_alerts, 0) AS open_alerts, coalesce(o.open_alert_rules, array()) AS open_alert_rules,
        timestamp_millis(c.now_ms) AS as_of
 FROM grps g CROSS JOIN clock c
 LEFT JOIN latest l ON l.group_id = g.group_id
 LEFT JOIN totals t ON t.group_id = g.group_id
 LEFT JOIN failures f ON f.group_id = g.group_id
 LEFT JOIN expiries x ON x.group_id = g.group_id
+LEFT JOIN open_alerts o ON o.group_id = g.group_id
 """,
 }
 

@@ -136,17 +136,17 @@ def test_group_health_in_full(spark, history):
          "last_rebalance_time": ts(6_500), "last_trigger": "cooperative_followup", "last_trigger_member": None,
          "phase": "followup", "members": 2, "assigned_partitions": 3, "imbalance": 1, "unassigned": 0,
          "rebalance_total": 3, "rebalance_rate_per_hour": 3, "last_rebalance_seconds_ago": 21.0,
-         "members_expired_last_hour": 0, **common},
+         "members_expired_last_hour": 0, "open_alerts": 0, "open_alert_rules": [], **common},
         {"group_id": "eager", "assignor": "range", "protocol": "eager", "generation": 5,
          "last_rebalance_time": ts(27_500), "last_trigger": "expiry", "last_trigger_member": "c",
          "phase": "complete", "members": 1, "assigned_partitions": 6, "imbalance": 0, "unassigned": 0,
          "rebalance_total": 5, "rebalance_rate_per_hour": 5, "last_rebalance_seconds_ago": 0.0,
-         "members_expired_last_hour": 1, **common},
+         "members_expired_last_hour": 1, "open_alerts": 1, "open_alert_rules": ["member_expired"], **common},
         {"group_id": "static", "assignor": "range", "protocol": "eager", "generation": 1,
          "last_rebalance_time": ts(2_000), "last_trigger": "join", "last_trigger_member": "a",
          "phase": "complete", "members": 2, "assigned_partitions": 6, "imbalance": 0, "unassigned": 0,
          "rebalance_total": 1, "rebalance_rate_per_hour": 1, "last_rebalance_seconds_ago": 25.5,
-         "members_expired_last_hour": 0, **common},
+         "members_expired_last_hour": 0, "open_alerts": 0, "open_alert_rules": [], **common},
     ]
     # The static member's rename is no rebalance: its current assignment keeps the old member id
     # of generation 1 (the job writes assignments per generation).
