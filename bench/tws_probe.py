@@ -250,6 +250,8 @@ def _schema(width: str):
               ("kind", pa.string())]
     if width == "narrow":
         return pa.schema(narrow)
+    if width == "packed":  # the narrow columns + one string carrying a membership event's fields
+        return pa.schema(narrow + [("payload", pa.string())])
     # The job's parsed record (streaming/parse.py): source columns, the raw value, every
     # membership field (null for a heartbeat) and the refusal column.
     tp = pa.struct([("topic", pa.string()), ("partition", pa.int32())])
@@ -283,6 +285,15 @@ def write_input(directory: Path, rows: int, groups: int, batches: int, width: st
         member_ids = np.char.add(np.char.add(group_ids, "-member-"), members.astype(str))
         cols = {"group_id": group_ids, "member_id": member_ids, "event_time": times,
                 "kind": np.full(rows, "heartbeat")}
+        if width == "packed":
+            # ~2 % membership events (as in the job's simulated workload), their fields as JSON.
+            membership = rng.random(rows) < 0.02
+            cols["kind"] = np.where(membership, "membership", "heartbeat")
+            cols["payload"] = [('{"type":"join","member_id":"%s","client_id":"c","host":"/10.0.0.1",'
+                                '"topics":["orders","payments"],"owned_partitions":[{"topic":"orders","partition":1}],'
+                                '"generation":3,"protocol":"cooperative","assignor":"cooperative-sticky",'
+                                '"session_timeout_ms":45000}' % m) if is_m else None
+                               for m, is_m in zip(member_ids, membership)]
         if width == "wide":
             offsets = np.arange(b * rows, (b + 1) * rows)
             raw = [f'{{"schema_version":1,"event_id":"hb-{o}","event_time":{t},"group_id":"{gi}",'
@@ -386,6 +397,76 @@ def summarise(run: dict, floor: dict | None) -> dict:
     return out
 
 
+# -- the Python side alone, no JVM ------------------------------------------------------------------
+
+def python_side(work: Path) -> dict:
+    """Time the worker's input deserialisation and the client's per-call encoding, without a JVM.
+
+    The JVM sends the sorted rows of a partition as Arrow batches of maxRecordsPerBatch rows;
+    ``TransformWithStateInPandasSerializer.load_stream`` turns them into one pandas DataFrame per
+    key (via ``itertuples`` and ``pd.DataFrame(rows)``), and ``worker.py`` then selects the value
+    columns with ``iloc``. Here the same function reads an in-memory Arrow stream of the probe's
+    input, so its cost per row and per key can be read off without the socket or Spark.
+    """
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.serializers import TransformWithStateInPandasSerializer
+    from pyspark.sql.streaming.stateful_processor_api_client import StatefulProcessorApiClient
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    out: dict = {"deserialise": [], "client_encode": {}}
+    for width in ("narrow", "wide"):
+        for groups in (16, 100, 1000, 10_000):
+            d = work / f"py-{width}-{groups}"
+            write_input(d, 75_000, groups, 1, width)
+            table = pq.read_table(next(d.glob("*.parquet")))
+            table = table.append_column("key", table.column("group_id")).sort_by("key")
+            sink = io.BytesIO()
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                for batch in table.to_batches(max_chunksize=10_000):
+                    writer.write_batch(batch)
+            data = sink.getvalue()
+            value_columns = list(range(table.num_columns - 1))
+            timings = []
+            for _ in range(2):
+                ser = TransformWithStateInPandasSerializer(
+                    timezone="UTC", safecheck=False, assign_cols_by_name=True, prefer_int_ext_dtype=False,
+                    arrow_max_records_per_batch=10_000, arrow_max_bytes_per_batch=2**31 - 1,
+                    int_to_decimal_coercion_enabled=False)
+                ser.key_offsets = [table.num_columns - 1]
+                started = time.perf_counter()
+                keys = 0
+                for _mode, _key, chunks in ser.load_stream(io.BytesIO(data)):
+                    if chunks is None:
+                        continue
+                    keys += 1
+                    for _k, pdf in chunks:
+                        pdf.iloc[:, value_columns]
+                timings.append(time.perf_counter() - started)
+            out["deserialise"].append({"width": width, "groups": groups, "rows": 75_000, "keys": keys,
+                                       "columns": table.num_columns, "best_s": round(min(timings), 3)})
+            shutil.rmtree(d, ignore_errors=True)
+    # Per state call, the client pickles the key or value and builds a protobuf message; the
+    # socket round trip comes on top of this.
+    client = StatefulProcessorApiClient.__new__(StatefulProcessorApiClient)
+    from pyspark.serializers import CPickleSerializer
+
+    client.pickleSer = CPickleSerializer()
+    key_schema = StructType([StructField("key", StringType())])
+    import pyspark.sql.streaming.proto.StateMessage_pb2 as msg
+
+    n = 20_000
+    started = time.perf_counter()
+    for i in range(n):
+        key_bytes = client._serialize_to_bytes(key_schema, (f"group-{i}",))
+        msg.StateRequest(implicitGroupingKeyRequest=msg.ImplicitGroupingKeyRequest(
+            setImplicitKey=msg.SetImplicitKey(key=key_bytes))).SerializeToString()
+    out["client_encode"]["set_implicit_key_us"] = round((time.perf_counter() - started) / n * 1e6, 1)
+    return out
+
+
 # -- the plan -------------------------------------------------------------------------------------------
 
 def plan(kind: str) -> list[dict]:
@@ -394,6 +475,18 @@ def plan(kind: str) -> list[dict]:
         return {"name": name, "variant": variant, "groups": groups, "rows": rows, "width": width,
                 "conf": conf or {}, "batches": batches, "repeat": repeat, "jvm": jvm}
 
+    if kind == "extra":
+        # Added after the first full run, which showed width and load mattering more than state
+        # calls: the width contrast and the proposed input shape, interleaved, twice.
+        runs = []
+        for r in (3, 4):
+            runs += [spec("a-G1000", "a", repeat=r), spec("b-G1000", "b", repeat=r),
+                     spec("b-G1000-wide", "b", width="wide", repeat=r),
+                     spec("b-G1000-packed", "b", width="packed", repeat=r),
+                     spec("af-G1000-packed", "af", width="packed", repeat=r),
+                     spec("f2-G1000-packed", "f2", width="packed", repeat=r),
+                     spec("f2-G1000-packed-R300k", "f2", width="packed", rows=300_000, batches=3, repeat=r)]
+        return runs
     if kind == "quick":
         return [spec("a-G1000", "a", batches=3), spec("b-G1000", "b", batches=3),
                 spec("f2-G1000", "f2", batches=3)]
@@ -466,6 +559,18 @@ def render_tables(result: dict) -> str:
             lines.append(f"| {r['name']} | {r['repeat']} | {b['batch_id']}{' (warm-up)' if b['batch_id'] == 0 else ''} "
                          f"| {b['rows']:,} | {_fmt(b['trigger_ms'])} | {_fmt(b['add_batch_ms'])} "
                          f"| {_fmt(b['state_update_ms'])} | {_fmt(b['state_commit_ms'])} | {_fmt(b['state_rows_total'])} |")
+    side = result.get("python_side")
+    if side:
+        lines += ["", "### The worker's input deserialisation alone (no JVM)", "",
+                  "`TransformWithStateInPandasSerializer.load_stream` + the worker's `iloc` column selection over an "
+                  "in-memory Arrow stream of one probe file (75,000 rows, sorted by key, 10,000-row Arrow batches), "
+                  "best of 2, one process.", "",
+                  "| width | columns | keys | s per 75,000 rows | ms per key |", "|---|---:|---:|---:|---:|"]
+        for d in side["deserialise"]:
+            lines.append(f"| {d['width']} | {d['columns']} | {d['keys']:,} | {d['best_s']:.3f} "
+                         f"| {d['best_s'] * 1000 / d['keys']:.3f} |")
+        lines += ["", f"Client-side encoding of one set_implicit_key message (pickle the key + protobuf), no socket: "
+                      f"{side['client_encode']['set_implicit_key_us']} us."]
     return "\n".join(lines)
 
 
@@ -533,7 +638,11 @@ def run_plan(runs: list[dict], jvm: str, work: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plan", choices=("full", "quick"), default="full")
+    parser.add_argument("--plan", choices=("full", "quick", "extra"), default="full")
+    parser.add_argument("--append", action="store_true",
+                        help="merge these runs into the existing JSON (same name, repeat and JVM replaced)")
+    parser.add_argument("--python-side", action="store_true",
+                        help="only time the worker's deserialisation without a JVM, into the existing JSON")
     parser.add_argument("--only", help="comma-separated run names of the plan to run")
     parser.add_argument("--jvm", choices=("tcp", "uds"), help="internal: run only this JVM's part of the plan")
     parser.add_argument("--partial-out", type=Path, help="internal: where a child writes its runs")
@@ -542,6 +651,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.render_only:
         write_markdown(json.loads(RESULTS.read_text()))
+        return 0
+    if args.python_side:
+        result = json.loads(RESULTS.read_text())
+        with tempfile.TemporaryDirectory(prefix="tws-probe-") as tmp:
+            result["python_side"] = python_side(Path(tmp))
+        RESULTS.write_text(json.dumps(result, indent=1))
+        write_markdown(result)
         return 0
     runs = plan(args.plan)
     if args.only:
@@ -572,6 +688,17 @@ def main(argv: list[str] | None = None) -> int:
         if partial.exists() and partial.stat().st_size:
             all_runs += json.loads(partial.read_text())
         partial.unlink(missing_ok=True)
+    if args.append:
+        result = json.loads(RESULTS.read_text())
+        new = {(r["name"], r["repeat"], r["jvm"]) for r in all_runs}
+        result["runs"] = [r for r in result["runs"] if (r["name"], r["repeat"], r["jvm"]) not in new] + all_runs
+        result.setdefault("appended", []).append({"plan": args.plan, "started_at": started.isoformat(timespec="seconds"),
+                                                  "load_before": load_before, "load_after": list(os.getloadavg())})
+        add_summaries(result)
+        RESULTS.write_text(json.dumps(result, indent=1))
+        write_markdown(result)
+        print(f"merged into {RESULTS} and {MARKDOWN}")
+        return 0
     result = {"generated_at": started.isoformat(timespec="seconds"),
               "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "machine": machine_info(), "load_before": load_before, "load_after": list(os.getloadavg()),
