@@ -207,10 +207,12 @@ def _group_topics(g: GroupSnapshot, old: GroupView | None) -> tuple[str, ...]:
         for m in g.members:
             for tps in (m.assignment, m.target_assignment):
                 seen.update(t for t, _ in tps or ())
-    if seen:
+    if old is None or (seen and g.state.upper() == "STABLE"):
+        # Settled, every subscribed topic is held by someone: the held topics are the topics.
         return tuple(sorted(seen))
-    # Mid-rebalance (or no member holds anything): the topics are what they were.
-    return old.topics if old is not None else ()
+    # Mid-rebalance (a KIP-848 group reconciling, whose targets are not computed yet, or a classic
+    # group that reports no assignment): a topic nobody holds for a moment is still subscribed.
+    return tuple(sorted(set(old.topics) | seen))
 
 
 def _workload(group_topics: tuple[str, ...], topics: Mapping[str, TopicSnapshot],

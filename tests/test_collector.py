@@ -229,6 +229,19 @@ def test_a_leave_carries_the_group_state_after_it_and_a_state_change_alone_is_an
     assert membership(c.observe(snapshot(T0 + 3_000, orders(member("c1", 0, 1, 2))))) == []
 
 
+def test_a_reconciling_kip848_group_keeps_the_topics_its_members_do_not_hold_yet():
+    both = (ORDERS, TopicSnapshot("refunds", 2))
+    c = Collector()
+    c.observe(snapshot(T0, orders(member("m1", 0, 1, 2), member("m2", 0, 1, topic="refunds"), type="consumer",
+                                  assignor="uniform"), topics=both))
+    # m2 left; m1's target is not recomputed yet, so nobody holds refunds for a moment.
+    reconciling = orders(MemberSnapshot("m1", assignment=(("orders", 0),), target_assignment=(("orders", 0),)),
+                         type="consumer", assignor="uniform", state="UNKNOWN")
+    events = c.observe(snapshot(T0 + 1_000, reconciling, topics=(ORDERS,)))
+    assert membership(events, "workload") == []
+    assert [v["topics"] for v in membership(events, "update")] == [["orders", "refunds"]]
+
+
 def test_mid_rebalance_the_topics_nobody_described_keep_their_workload():
     c = Collector()
     c.observe(snapshot(T0, orders(member("c1", 0, 1, 2), member("c2", 3, 4, 5))))
