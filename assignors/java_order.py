@@ -11,6 +11,8 @@ spread hash that needs 9 keys sharing one bucket, so insertion order is what rea
 from __future__ import annotations
 
 import uuid
+from functools import lru_cache
+from itertools import repeat
 from typing import Hashable, Iterable, Sequence, TypeVar
 
 import numpy as np
@@ -45,13 +47,20 @@ def string_hashes(strings: Sequence[str]) -> list[int]:
     one character matrix and all hashes one matrix-vector product with the powers of 31 (taken
     mod 2**32; the sums stay far inside 64 bits).
     """
-    if len(strings) < _VECTOR_MIN or not all(s.isascii() for s in strings):
+    if len(strings) < _VECTOR_MIN or not "".join(strings).isascii():
         return [string_hash(s) for s in strings]
     width = max(map(len, strings))
-    raw = "".join(s.rjust(width, "\0") for s in strings).encode("ascii")
+    raw = "".join(map(str.rjust, strings, repeat(width), repeat("\0"))).encode("ascii")
     chars = np.frombuffer(raw, dtype=np.uint8).reshape(len(strings), width).astype(np.uint64)
+    return ((chars @ _powers_of_31(width)) & np.uint64(_MASK32)).tolist()
+
+
+@lru_cache(maxsize=64)
+def _powers_of_31(width: int) -> np.ndarray:
+    """``31**(width-1-i) mod 2**32`` for each position ``i``: a constant per width, kept read-only."""
     powers = np.array([pow(31, width - 1 - i, 1 << 32) for i in range(width)], dtype=np.uint64)
-    return ((chars @ powers) & np.uint64(_MASK32)).tolist()
+    powers.flags.writeable = False
+    return powers
 
 
 def uuid_hash(u: uuid.UUID) -> int:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Sequence
 
 import numpy as np
 
 from .._common import distinct_subscriptions, topic_partitions
 from ..java_order import string_hashes, table_capacity
-from ..model import GroupSpec, MemberSpec
+from ..model import GroupSpec, MemberSpec, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +72,13 @@ class Claims:
 
 
 def collect_claims(members: Sequence[MemberSpec], layout: Layout) -> Claims:
-    lengths = np.fromiter((len(m.owned_partitions) for m in members), dtype=np.int64, count=len(members))
-    n = int(lengths.sum())
+    owned = list(map(attrgetter("owned_partitions"), members))
+    lengths = list(map(len, owned))
+    n = sum(lengths)
     if n == 0 or layout.total == 0:
         empty = np.zeros(0, dtype=np.int64)
         return Claims(empty, empty, [], np.zeros(0, dtype=bool), np.zeros(layout.total, dtype=bool))
-    flat = list(chain.from_iterable(m.owned_partitions for m in members))
+    flat = list(chain.from_iterable(owned))
     member = np.repeat(np.arange(len(members), dtype=np.int64), lengths)
     topic = np.fromiter(
         map(layout.topic_index.get, map(itemgetter(0), flat), repeat(-1)), dtype=np.int64, count=n
@@ -104,17 +105,17 @@ def partition_objects(layout: Layout, claims: Claims) -> np.ndarray:
     """Global index -> ``TopicPartition``: claimed objects where available, new ones otherwise."""
     have = np.zeros(layout.total, dtype=bool)
     have[claims.g] = True
-    fresh: list = []
-    offsets = layout.offsets.tolist()
-    # Only topics with a claimed partition need a look at which numbers are missing.
-    claimed_topics = set(layout.topic_of(np.unique(claims.g)).tolist()) if len(claims.g) else set()
-    for t, name in enumerate(layout.topics):
-        lo, hi = offsets[t], offsets[t + 1]
-        if t not in claimed_topics:
-            fresh += topic_partitions(name, range(hi - lo))
-            continue
-        missing = np.flatnonzero(~have[lo:hi])
-        fresh += topic_partitions(name, range(hi - lo) if len(missing) == hi - lo else missing.tolist())
+    if len(claims.g) == 0:
+        fresh: list = []
+        for name, count in zip(layout.topics, layout.counts.tolist()):
+            fresh += topic_partitions(name, range(count))
+    else:
+        # Every unclaimed partition at once: its topic (by offsets) and number within the topic.
+        missing = np.flatnonzero(~have)
+        topic = np.searchsorted(layout.offsets, missing, side="right") - 1
+        names = np.array(layout.topics, dtype=object)[topic].tolist()
+        numbers = (missing - layout.offsets[topic]).tolist()
+        fresh = list(map(tuple.__new__, repeat(TopicPartition), zip(names, numbers)))
     # fromiter keeps each TopicPartition whole; np.array would read a list of pairs as rows
     objs = np.empty(layout.total, dtype=object)
     objs[~have] = np.fromiter(fresh, dtype=object, count=len(fresh))
