@@ -44,6 +44,25 @@ FieldType = str | Array | Struct | Map  # str: "string", "int", "long", "double"
 
 TOPIC_PARTITION = Struct((("topic", "string"), ("partition", "int")))
 WORKLOAD_TOPIC = Struct((("name", "string"), ("partitions", "int"), ("racks", Array(Array("string")))))
+#: Kafka Streams: the application's tasks ("<subtopology>_<partition>" ids), with and without state.
+WORKLOAD_TASKS = Struct((("stateful", Array("string")), ("stateless", Array("string"))))
+#: Kafka Streams' assignment configs; names as in docs/assign.md (the ``streams-ha`` spec's ``config``).
+STREAMS_CONFIG = Struct((("acceptable_recovery_lag", "long"), ("num_standby_replicas", "int"),
+                         ("max_warmup_replicas", "int"), ("probing_rebalance_interval_ms", "long"),
+                         ("rack_aware_assignment_tags", Array("string"))))
+#: Kafka Connect: a configured connector and its number of tasks (tasks 0..n-1).
+WORKLOAD_CONNECTOR = Struct((("name", "string"), ("tasks", "int")))
+WORKLOAD = Struct((
+    ("topics", Array(WORKLOAD_TOPIC)),
+    ("tasks", WORKLOAD_TASKS),
+    ("task_end_offset_sums", Map("long")),
+    ("config", STREAMS_CONFIG),
+    ("connectors", Array(WORKLOAD_CONNECTOR)),
+    ("config_offset", "long"),
+    ("scheduled_rebalance_max_delay_ms", "long"),
+))
+#: Task ids of Kafka Streams (Kafka's ``TaskId`` printed form).
+STREAMS_TASK_ID_PATTERN = r"^[0-9]+_[0-9]+$"
 
 
 @dataclass(frozen=True)
@@ -102,16 +121,40 @@ MEMBERSHIP_FIELDS: tuple[Field, ...] = _COMMON + (
           "(including custom ones), from the collector.", example="range"),
     Field("source", "string", "Who observed the event: collector (owned_partitions is the group's "
           "actual assignment), or a client or simulator.", example="collector"),
-    Field("workload", Struct((("topics", Array(WORKLOAD_TOPIC)),)),
-          "For type=workload: the group's topics with partition counts and, optionally, per partition "
-          "the racks of its replicas.",
+    Field("workload", WORKLOAD,
+          "For type=workload, what the group works on. Consumer groups: `topics`, the topics with "
+          "partition counts and, optionally, per partition the racks of its replicas. Kafka Streams "
+          "groups: `tasks` (`stateful` and `stateless` task ids `<subtopology>_<partition>`), optional "
+          "`task_end_offset_sums` (task -> summed changelog end offsets, to turn `task_offset_sums` into "
+          "lags) and optional `config` (`acceptable_recovery_lag`, `num_standby_replicas`, "
+          "`max_warmup_replicas`, `probing_rebalance_interval_ms`, `rack_aware_assignment_tags`; Kafka's "
+          "defaults). Kafka Connect groups: `connectors` (`name`, `tasks` = task count), `config_offset` "
+          "(the config topic offset of this snapshot) and `scheduled_rebalance_max_delay_ms` (default "
+          "300000). See docs/streams-connect-groups.md.",
           example={"topics": [{"name": "orders", "partitions": 12, "racks": None}]}),
+    # Kafka Streams members (group_type streams): the client's subscription metadata.
+    Field("process_id", "string", "Kafka Streams: the client (process) the member belongs to; its threads "
+          "share it, and the task assignor places tasks per process. Default: the member id.",
+          non_empty=True),
+    Field("threads", "int", "Kafka Streams: stream threads this member stands for (the client's capacity "
+          "is the sum over its members; default 1, one member per thread as in Kafka).", minimum=1),
+    Field("task_offset_sums", Map("long"), "Kafka Streams: summed changelog offsets of the client's local "
+          "state per task (-2 = running it as active), as its subscription reports them; lags are these "
+          "against workload.task_end_offset_sums until heartbeats report task_lags."),
+    Field("client_tags", Map("string"), "Kafka Streams: KIP-708 client tags (client.tag.*)."),
+    # Kafka Connect members (group_type connect).
+    Field("worker_url", "string", "Kafka Connect: the worker's REST URL."),
+    Field("config_offset", "long", "Kafka Connect: the config topic offset the worker has read up to.",
+          minimum=-1),
 )
 
 HEARTBEAT_FIELDS: tuple[Field, ...] = _COMMON + (
     Field("member_id", "string", "The member that is alive.", required=True, non_empty=True,
           example="consumer-1-7f3a"),
     Field("generation", "int", "Generation as seen by the member.", minimum=-1, example=4),
+    Field("task_lags", Map("long"), "Kafka Streams: the member's current lag per stateful task it holds "
+          "state for (warm-ups and standbys restoring, actives catching up). The engine uses the newest "
+          "report at a rebalance's event time, for warm-up and probing decisions."),
 )
 
 #: Member events must say which member; the workload event is about the group.

@@ -36,17 +36,32 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("partitions", Array(TOPIC_PARTITION), "What the member holds after this generation."),
         Field("assignor", "string", "Assignor that computed it (Kafka name)."),
         Field("protocol", "string", "eager or cooperative."),
-        Field("trigger", "string", "join, leave, update, workload, expiry or cooperative_followup."),
+        Field("trigger", "string", "join, leave, update, workload, expiry or cooperative_followup; "
+              "probing_rebalance (Kafka Streams, warm-ups in flight) or scheduled_rebalance (Kafka Connect: "
+              "lost work's delay or the back-off between revoking rounds expired)."),
         Field("phase", "string", "complete; revocation (a cooperative round that withholds moving "
               "partitions); followup (the round that assigns them)."),
         Field("group_type", "string", "consumer, streams or connect."),
+        Field("active_tasks", Array("string"), "Kafka Streams: active tasks of the member (null for other groups)."),
+        Field("standby_tasks", Array("string"), "Kafka Streams: standby replicas of the member."),
+        Field("warmup_tasks", Array("string"), "Kafka Streams: warm-up replicas (copies restoring so that an "
+              "active can move here once caught up; Kafka ships them as standbys)."),
+        Field("process_id", "string", "Kafka Streams: the member's client (process)."),
+        Field("connectors", Array("string"), "Kafka Connect: connectors the worker runs (null for other groups)."),
+        Field("tasks", Array("string"), "Kafka Connect: connector tasks the worker runs, as Kafka prints them "
+              "(`<connector>-<task>`)."),
     ),
     REVOCATIONS: _GEN + (
-        Field("member_id", "string", "The member that gave the partition up."),
-        Field("topic", "string", "Topic."),
-        Field("partition", "int", "Partition."),
+        Field("member_id", "string", "The member that gave the partition (task, connector) up."),
+        Field("topic", "string", "Topic (null for Streams and Connect units)."),
+        Field("partition", "int", "Partition (null for Streams and Connect units)."),
         Field("to_member", "string", "Who gets it (now, or in the follow-up round); null if nobody."),
-        Field("reason", "string", "moved, member_left, unsubscribed, deleted or duplicate."),
+        Field("reason", "string", "moved, member_left, unsubscribed, deleted or duplicate; Kafka Connect also "
+              "balance (revoked by the incremental assignor to even out the load)."),
+        Field("unit", "string", "What was revoked: partition, task (a Streams active task or a Connect "
+              "connector task) or connector."),
+        Field("unit_id", "string", "Its id: `<topic>-<partition>`, a Streams task id (`0_3`), a Connect task "
+              "(`<connector>-<task>`) or a connector name."),
     ),
     BALANCE_METRICS: _GEN + (
         Field("trigger", "string", "What opened the rebalance."),
@@ -71,6 +86,35 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("rebalances_last_hour", "int", "Generations of this group in the hour up to this one "
               "(Kafka: rebalance-rate-per-hour)."),
         Field("rebalance_started_at", "long", "Event time of the change that opened the rebalance."),
+        Field("unit", "string", "What the per-member columns (min/max/mean/stddev_per_member, imbalance, "
+              "balance_score, moved, stickiness) count: partition (consumer groups), active_task (Kafka "
+              "Streams) or task (Kafka Connect connector tasks). `partitions` is null for Streams and Connect."),
+        Field("clients", "int", "Kafka Streams: clients (processes) in the generation."),
+        Field("threads", "int", "Kafka Streams: stream threads over all clients (the assignor's capacity)."),
+        Field("active_tasks", "int", "Kafka Streams: active tasks assigned."),
+        Field("standby_tasks", "int", "Kafka Streams: standby replicas assigned."),
+        Field("warmup_tasks", "int", "Kafka Streams: warm-up replicas in flight."),
+        Field("min_actives_per_thread", "double", "Kafka Streams: fewest active tasks per thread of a client."),
+        Field("max_actives_per_thread", "double", "Kafka Streams: most active tasks per thread of a client."),
+        Field("min_standbys_per_thread", "double", "Kafka Streams: fewest standbys per thread of a client."),
+        Field("max_standbys_per_thread", "double", "Kafka Streams: most standbys per thread of a client."),
+        Field("not_caught_up_actives", "int", "Kafka Streams: actives placed on a client whose lag on the task "
+              "exceeds acceptable_recovery_lag (no caught-up client was left for them)."),
+        Field("probing_rebalance_at", "long", "Kafka Streams: event time of the probing rebalance the assignor "
+              "asked for (warm-ups in flight); null when none."),
+        Field("connectors", "int", "Kafka Connect: connectors assigned."),
+        Field("tasks", "int", "Kafka Connect: connector tasks assigned."),
+        Field("min_connectors_per_worker", "int", "Kafka Connect: fewest connectors of a worker."),
+        Field("max_connectors_per_worker", "int", "Kafka Connect: most connectors of a worker."),
+        Field("min_tasks_per_worker", "int", "Kafka Connect: fewest tasks of a worker."),
+        Field("max_tasks_per_worker", "int", "Kafka Connect: most tasks of a worker."),
+        Field("lost_pending", "int", "Kafka Connect: lost connectors and tasks (their worker left) held back, "
+              "waiting for it to return or for the delay to expire."),
+        Field("revoked", "int", "Kafka Connect: connectors and tasks revoked in this round."),
+        Field("delay_ms", "long", "Kafka Connect: the delay the assignor gave out (scheduled rebalance for lost "
+              "work, or the back-off between revoking rounds); 0 = none."),
+        Field("scheduled_rebalance_at", "long", "Kafka Connect: event time of the scheduled rebalance "
+              "(generation event_time + delay_ms); null when none."),
     ),
     MEMBER_EVENTS: (
         Field("group_id", "string", "The group."),
@@ -118,7 +162,7 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("alert_id", "string", "Stable id of the condition: rule, group and subject. Every episode of the "
               "same condition, firing and resolved, has it (the webhook's fingerprint derives from the same labels)."),
         Field("rule", "string", "imbalance, rebalance_storm, member_flapping, member_expired, "
-              "unassigned_partitions or assignment_disagreement."),
+              "unassigned_partitions, assignment_disagreement, streams_not_caught_up or connect_lost_work."),
         Field("group_id", "string", "The group."),
         Field("subject", "string", "What in the group the alert is about (the member, for member_flapping); "
               "null for group-wide rules."),

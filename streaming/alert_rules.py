@@ -92,6 +92,27 @@ class AssignmentDisagreement:
 
 
 @dataclass(frozen=True)
+class StreamsNotCaughtUp:
+    """Kafka Streams: active tasks placed on clients whose lag on them exceeds the group's
+    ``acceptable_recovery_lag`` (no caught-up client was left for them, so processing waits for a
+    restore), still so ``duration_ms`` after the generation that placed them. Resolves when the
+    clients' heartbeats report every such task within the acceptable lag, or the tasks move."""
+    enabled: bool = True
+    severity: str = "warning"
+    duration_ms: int = 60_000
+
+
+@dataclass(frozen=True)
+class ConnectLostWork:
+    """Kafka Connect: connectors or tasks of a departed worker still unassigned ``grace_ms`` after
+    their ``scheduled.rebalance.max.delay.ms`` delay expired (for example every worker is gone).
+    Resolves when a generation leaves no lost work pending."""
+    enabled: bool = True
+    severity: str = "critical"
+    grace_ms: int = 30_000
+
+
+@dataclass(frozen=True)
 class GroupRules:
     imbalance: Imbalance = field(default_factory=Imbalance)
     rebalance_storm: RebalanceStorm = field(default_factory=RebalanceStorm)
@@ -99,6 +120,8 @@ class GroupRules:
     member_expired: MemberExpired = field(default_factory=MemberExpired)
     unassigned_partitions: UnassignedPartitions = field(default_factory=UnassignedPartitions)
     assignment_disagreement: AssignmentDisagreement = field(default_factory=AssignmentDisagreement)
+    streams_not_caught_up: StreamsNotCaughtUp = field(default_factory=StreamsNotCaughtUp)
+    connect_lost_work: ConnectLostWork = field(default_factory=ConnectLostWork)
 
 
 RULE_NAMES = tuple(f.name for f in fields(GroupRules))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from schemas.tables import ALERTS
 
@@ -45,6 +45,12 @@ class AlertState:
     member_changes: dict[str, list[int]] = field(default_factory=dict)
     unassigned_since: int | None = None
     unassigned: int = 0
+    #: Streams: task -> [process id, lag] of actives on clients that are not caught up, and since when.
+    lagging: dict[str, list] = field(default_factory=dict)
+    lagging_since: int | None = None
+    #: Connect: lost connectors and tasks held back, and when their delay expires.
+    lost_pending: int = 0
+    lost_due: int | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -53,7 +59,9 @@ class AlertState:
     def from_json(cls, data: dict) -> "AlertState":
         return cls(open={k: OpenAlert(**v) for k, v in data["open"].items()}, generations=data["generations"],
                    expiries=data["expiries"], member_changes=data["member_changes"],
-                   unassigned_since=data["unassigned_since"], unassigned=data["unassigned"])
+                   unassigned_since=data["unassigned_since"], unassigned=data["unassigned"],
+                   lagging=data["lagging"], lagging_since=data["lagging_since"],
+                   lost_pending=data["lost_pending"], lost_due=data["lost_due"])
 
 
 def alert_id(rule: str, group_id: str, subject: str | None) -> str:
@@ -184,6 +192,50 @@ class AlertEvaluator:
             self._resolve("assignment_disagreement", None, at, differing,
                           "The live group's assignment equals the computed one.")
 
+    def on_streams_generation(self, at: int, active_client: Mapping[str, str],
+                              newly_lagging: Mapping[str, tuple[str, int]]) -> None:
+        """A Streams generation: ``newly_lagging`` are actives it placed on clients that are not caught
+        up; actives already lagging that stayed on their client keep lagging until a report says otherwise."""
+        if not self.rules.streams_not_caught_up.enabled:
+            return
+        lagging = {t: [pid, lag] for t, (pid, lag) in newly_lagging.items()}
+        for task, (pid, lag) in self.s.lagging.items():
+            if task not in lagging and active_client.get(task) == pid:
+                lagging[task] = [pid, lag]
+        self._set_lagging(at, lagging)
+
+    def on_streams_lags(self, at: int, process_id: str, lags: Mapping[str, int], acceptable_lag: int) -> None:
+        """A lag report of one of ``process_id``'s members."""
+        if not self.s.lagging:
+            return
+        lagging = dict(self.s.lagging)
+        for task, lag in lags.items():
+            held = lagging.get(task)
+            if held is not None and held[0] == process_id:
+                if 0 <= lag <= acceptable_lag or lag == -2:  # -2: running it as active, current
+                    del lagging[task]
+                else:
+                    lagging[task] = [process_id, lag]
+        self._set_lagging(at, lagging)
+
+    def _set_lagging(self, at: int, lagging: dict[str, list]) -> None:
+        self.s.lagging = lagging
+        if not lagging:
+            self.s.lagging_since = None
+            self._resolve("streams_not_caught_up", None, at, 0, "Every active task is on a caught-up client.")
+        elif self.s.lagging_since is None:
+            self.s.lagging_since = at
+
+    def on_connect_generation(self, at: int, lost_pending: int, lost_due: int | None) -> None:
+        if not self.rules.connect_lost_work.enabled:
+            return
+        self.s.lost_pending = lost_pending
+        if lost_pending == 0:
+            self.s.lost_due = None
+            self._resolve("connect_lost_work", None, at, 0, "No lost connector or task is pending.")
+        elif self.s.lost_due is None:
+            self.s.lost_due = lost_due
+
     # -- time -----------------------------------------------------------------------------------
 
     def next_deadline(self) -> int | None:
@@ -203,6 +255,10 @@ class AlertEvaluator:
                 candidates.append(_drop_below(times, r.member_flapping.changes, r.member_flapping.window_ms))
         if s.unassigned_since is not None and not self._is_open("unassigned_partitions"):
             candidates.append(s.unassigned_since + r.unassigned_partitions.duration_ms)
+        if s.lagging_since is not None and not self._is_open("streams_not_caught_up"):
+            candidates.append(s.lagging_since + r.streams_not_caught_up.duration_ms)
+        if s.lost_due is not None and not self._is_open("connect_lost_work"):
+            candidates.append(s.lost_due + r.connect_lost_work.grace_ms)
         return min(candidates) if candidates else None
 
     def at_deadline(self, at: int) -> None:
@@ -224,6 +280,19 @@ class AlertEvaluator:
             if len(times) <= r.member_flapping.changes:
                 self._resolve("member_flapping", alert.subject, at, len(times),
                               f"{len(times)} changes of {alert.subject} in the last {r.member_flapping.window_ms} ms.")
+        streams = r.streams_not_caught_up
+        if s.lagging_since is not None and at >= s.lagging_since + streams.duration_ms:
+            worst = max(lag for _, lag in s.lagging.values())
+            self._fire("streams_not_caught_up", None, at, len(s.lagging), streams.duration_ms,
+                       f"{self.group_id}: {len(s.lagging)} active task(s) on clients that are not caught up",
+                       f"Restoring since {s.lagging_since} (event time): "
+                       + ", ".join(f"{t} on {pid} (lag {lag})" for t, (pid, lag) in sorted(s.lagging.items()))
+                       + f"; largest lag {worst}.")
+        lost = r.connect_lost_work
+        if s.lost_due is not None and at >= s.lost_due + lost.grace_ms:
+            self._fire("connect_lost_work", None, at, s.lost_pending, lost.grace_ms,
+                       f"{self.group_id}: {s.lost_pending} lost connector(s)/task(s) still unassigned",
+                       f"Their delay expired at {s.lost_due} (event time); still pending {lost.grace_ms} ms later.")
         rule = r.unassigned_partitions
         if s.unassigned_since is not None and at >= s.unassigned_since + rule.duration_ms:
             self._fire("unassigned_partitions", None, at, s.unassigned, rule.duration_ms,

@@ -25,6 +25,12 @@ depend only on the events, never on how they were split into micro-batches:
   assignor starts from the actual assignment observed before the change, and each settled
   observation is compared with the computed generation (``assignment_checks``).
 
+* Kafka Streams and Kafka Connect groups (``group_type`` streams or connect) run their task
+  assignors (:mod:`streaming.task_groups`). Their timers are scheduled rebalances: Streams' probing
+  rebalance at the time the assignor names, Connect's rebalance when the delay for lost work (or
+  the back-off between revoking rounds) expires. Streams task lags come with heartbeats and are
+  applied at their heartbeat's event time.
+
 Heartbeats are the bulk of the traffic, so they never go through the per-event loop: they are
 reduced per member with NumPy (last heartbeat, and the first gap longer than the session timeout).
 """
@@ -45,6 +51,7 @@ from assignors.errors import RebalanceMonitorError
 from assignors.metrics import balance_metrics
 from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
 
+from . import task_groups
 from .alert_rules import AlertRules
 from .alerts import ALERTS_TABLE, AlertEvaluator, AlertState
 from .assignment_check import differing_partitions, fingerprint, is_settled, owners
@@ -88,6 +95,9 @@ class Member:
     #: False for members reported by the collector: the coordinator decides their liveness and the
     #: collector reports their departure, so a pause in its polls can never expire them here.
     expires: bool = True
+    #: Streams (process_id, threads, task_offset_sums, client_tags) and Connect (worker_url,
+    #: config_offset) join metadata; see streaming/task_groups.py.
+    task_metadata: dict = field(default_factory=dict)
 
     def deadline(self) -> int | None:
         return self.last_seen + self.session_timeout_ms if self.expires else None
@@ -141,6 +151,22 @@ class GroupState:
     #: Generation and observed assignment of the last comparison written, so each is written once.
     last_check: str | None = None
     alerts: AlertState = field(default_factory=AlertState)
+    #: Streams or Connect groups (streaming/task_groups.py). The workload: Streams tasks, end offset
+    #: sums and configs, or Connect connectors, config offset and max delay.
+    task_workload: dict | None = None
+    #: member -> {"active", "standby", "warmup"} task lists (Streams) or {"connectors", "tasks"}
+    #: (Connect, tasks as [connector, number] pairs), after the latest generation.
+    task_assignment: dict[str, dict[str, list]] = field(default_factory=dict)
+    #: Streams: member -> task -> newest lag reported (heartbeat task_lags), applied in event time.
+    task_lags: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Lag reports [member, event time, lags] newer than the group's safe time.
+    buffered_progress: list[list] = field(default_factory=list)
+    #: Connect: the leader (oldest worker) and its incremental assignor's memory (the codec's JSON).
+    connect_leader: str | None = None
+    connect_leader_state: dict | None = None
+    #: A rebalance the assignor asked for at a later event time (Streams probing rebalance,
+    #: Connect scheduled rebalance); a rebalance before it replaces it.
+    scheduled: PendingRebalance | None = None
 
 
 @dataclass
@@ -332,6 +358,7 @@ class _Run:
                 self.member_event(e, "leave_of_unknown_member", at, late)
                 return
             del s.members[member_id]
+            s.task_lags.pop(member_id, None)
             self.left_or_expired.add(member_id)
             self.member_event(e, "left", at, late, current)
             self.change(at, "leave", member_id)
@@ -353,6 +380,7 @@ class _Run:
                                      for p in (e.get("owned_partitions") or ())),
                 reported_generation=int(e["generation"]) if e.get("generation") is not None else -1,
                 expires=e.get("source") != "collector",
+                task_metadata=task_groups.member_metadata(e),
             )
             s.members[member_id] = member
             self.member_event(e, "joined", at, late, member)
@@ -366,6 +394,9 @@ class _Run:
         # join of a known member, or update: a rebalance only if what the assignor sees changed.
         current.last_seen = max(current.last_seen, at)
         relevant = (topics and topics != current.topics) or (e.get("rack") and e.get("rack") != current.rack)
+        metadata = task_groups.member_metadata(e)
+        relevant = relevant or task_groups.metadata_changed(current.task_metadata, metadata)
+        current.task_metadata = {**current.task_metadata, **metadata}
         if topics:
             current.topics = topics
         for attr in ("client_id", "host", "rack"):
@@ -388,6 +419,12 @@ class _Run:
         previous.member_id = new_id
         if old_id in s.assignment:
             s.assignment[new_id] = s.assignment.pop(old_id)
+        for by_member in (s.task_assignment, s.task_lags):
+            if old_id in by_member:
+                by_member[new_id] = by_member.pop(old_id)
+        if s.connect_leader == old_id:
+            s.connect_leader = new_id
+        previous.task_metadata = {**previous.task_metadata, **task_groups.member_metadata(e)}
         previous.last_seen = at
         previous.client_id = e.get("client_id") or previous.client_id
         previous.host = e.get("host") or previous.host
@@ -405,14 +442,17 @@ class _Run:
             topics[t["name"]] = TopicSpec(
                 name=t["name"], partitions=int(t["partitions"]),
                 replica_racks=tuple(frozenset(r or ()) for r in racks) if racks is not None else None)
-        changed = topics != s.topics
+        task_workload = task_groups.read_workload(e.get("workload"))
+        changed = topics != s.topics or task_workload != s.task_workload
         s.topics = topics
+        s.task_workload = task_workload
         self.member_event(e, "workload_changed" if changed else "workload_unchanged", at, late)
         if changed and s.members:
             self.change(at, "workload", None)
 
     def expire(self, member_id: str, at: int) -> None:
         member = self.s.members.pop(member_id)
+        self.s.task_lags.pop(member_id, None)
         self.left_or_expired.add(member_id)
         self.member_event({"reason": f"no heartbeat for {member.session_timeout_ms} ms"}, "expired", at, False, member)
         self.alerts.on_expiry(at, member_id)
@@ -420,10 +460,31 @@ class _Run:
 
     # -- generations ----------------------------------------------------------------------------
 
+    def rebalance_failed(self, at: int, exc: Exception) -> None:
+        self.s.failed_rebalances += 1
+        self.out.append(Output("rejected_events", {
+            "group_id": self.s.group_id, "reason": f"rebalance at {at} failed: {exc}", "event_time": at}))
+        self.stats.rejected += 1
+
+    def apply_progress(self, member_id: str, at: int, lags: Mapping[str, int]) -> None:
+        """A Streams member's task lags as of its heartbeat at ``at``: kept for the next rebalance
+        (warm-ups catching up), and checked against the not-caught-up alert."""
+        s = self.s
+        member = s.members.get(member_id)
+        if member is None or s.group_type != task_groups.STREAMS:
+            return
+        s.task_lags.setdefault(member_id, {}).update(lags)
+        self.alerts.on_streams_lags(at, task_groups.process_id(member), lags,
+                                    task_groups.streams_config(s).acceptable_recovery_lag)
+
     def rebalance(self, at: int) -> None:
         s = self.s
-        pending = s.pending
-        s.pending = None
+        # A change's rebalance and one the assignor scheduled that fall due together are one generation.
+        pending = s.pending or s.scheduled
+        s.pending = s.scheduled = None
+        if s.group_type in task_groups.TASK_GROUP_TYPES:
+            self.task_rebalance(at, pending)
+            return
         assignor = self.assignor_name()
         two_phase = s.protocol == "cooperative" or assignor in TWO_PHASE_ASSIGNORS
 
@@ -457,10 +518,7 @@ class _Run:
         try:
             result = assign(spec, assignor)
         except RebalanceMonitorError as exc:
-            s.failed_rebalances += 1
-            self.out.append(Output("rejected_events", {
-                "group_id": s.group_id, "reason": f"rebalance at {at} failed: {exc}", "event_time": at}))
-            self.stats.rejected += 1
+            self.rebalance_failed(at, exc)
             return
         assignor_ms = (self.clock() - started) * 1000.0
 
@@ -499,7 +557,8 @@ class _Run:
                     reason = "moved"
                 self.out.append(Output("revocations", {
                     **base, "member_id": mid, "topic": tp.topic, "partition": tp.partition,
-                    "to_member": to_member, "reason": reason}))
+                    "to_member": to_member, "reason": reason, "unit": "partition",
+                    "unit_id": f"{tp.topic}-{tp.partition}"}))
 
         phase = "revocation" if transferring else ("followup" if trigger == "cooperative_followup" else "complete")
         for m in s.members.values():
@@ -523,7 +582,7 @@ class _Run:
             "moved": metrics.moved + in_transit, "stickiness": round(metrics.stickiness, 6),
             "unassigned": metrics.unassigned, "assignor_ms": round(assignor_ms, 3),
             "rebalances_last_hour": len(s.recent_rebalances),
-            "rebalance_started_at": pending.start if pending else at,
+            "rebalance_started_at": pending.start if pending else at, "unit": "partition",
         }))
         self.alerts.on_generation(at, phase, metrics.members, metrics.imbalance, metrics.max, metrics.mean,
                                   metrics.unassigned)
@@ -533,6 +592,47 @@ class _Run:
                                          "cooperative_followup", None)
         if s.collector_fed:
             s.check_due_at = at
+
+
+    def task_rebalance(self, at: int, pending: PendingRebalance | None) -> None:
+        """A generation of a Streams or Connect group (streaming/task_groups.py), with its timers."""
+        s = self.s
+        try:
+            result = task_groups.rebalance(s, at, self.clock)
+        except RebalanceMonitorError as exc:
+            self.rebalance_failed(at, exc)
+            return
+        s.generation += 1
+        s.recent_rebalances = [t for t in s.recent_rebalances if t > at - HOUR_MS] + [at]
+        trigger = pending.trigger if pending else "unknown"
+        base = {"group_id": s.group_id, "generation": s.generation, "event_time": at}
+        phase = "revocation" if result.needs_followup else ("followup" if trigger == "cooperative_followup"
+                                                             else "complete")
+        for row in result.revocation_rows:
+            self.out.append(Output("revocations", {**base, "topic": None, "partition": None, **row}))
+        for row in result.assignment_rows:
+            self.out.append(Output("assignments", {
+                **base, **row, "group_instance_id": s.members[row["member_id"]].group_instance_id,
+                "assignor": result.assignor, "protocol": result.protocol, "trigger": trigger, "phase": phase,
+                "group_type": s.group_type}))
+        m = result.metrics
+        self.out.append(Output("balance_metrics", {
+            **base, "trigger": trigger, "trigger_member": pending.trigger_member if pending else None,
+            "assignor": result.assignor, "protocol": result.protocol, "group_type": s.group_type, "phase": phase,
+            **m, "assignor_ms": round(result.assignor_ms, 3), "rebalances_last_hour": len(s.recent_rebalances),
+            "rebalance_started_at": pending.start if pending else at}))
+        self.alerts.on_generation(at, phase, m["members"], m["imbalance"], m["max_per_member"], m["mean_per_member"],
+                                  m["unassigned"])
+        if s.group_type == task_groups.STREAMS:
+            self.alerts.on_streams_generation(at, result.active_client, result.lagging)
+        else:
+            self.alerts.on_connect_generation(at, result.lost_pending, result.lost_due)
+        s.task_assignment = result.assignment
+        if result.needs_followup:
+            s.pending = PendingRebalance(at, at + self.settings.cooperative_followup_ms, "cooperative_followup", None)
+        if result.scheduled is not None:
+            when, why = result.scheduled
+            s.scheduled = PendingRebalance(when, when, why, None)
 
 
 def _withhold_moving_partitions(assignment: dict[str, list[TopicPartition]], previous_owner: Mapping,
@@ -561,10 +661,21 @@ def _event_order(e: Mapping) -> tuple:
 def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_member_ids: Sequence[str],
             heartbeat_times: Sequence[int], settings: EngineSettings = EngineSettings(),
             watermark_ms: int | None = None, clock: Callable[[], float] = time.perf_counter,
+            *, heartbeat_progress: Mapping[str, Mapping[str, int]] | None = None,
+            progress_reports: Iterable[tuple[str, int, Mapping[str, int]]] | None = None,
             ) -> tuple[list[Output], BatchStats]:
     """Apply one batch of a group's events; return the rows for the tables and the counts.
 
     ``clock`` only times the assignor (the ``assignor_ms`` metric); nothing else reads it.
+
+    Kafka Streams task lags (heartbeats' ``task_lags``) come in one of two forms:
+
+    * ``heartbeat_progress``: member -> its latest lags in this batch, taken as of the member's
+      newest heartbeat time in this batch (or the group's newest, if it has none here). A batch
+      keeps only the last report per member, so a rebalance that falls between two reports of
+      one member in one batch sees the later report only when both arrive in later batches.
+    * ``progress_reports``: every report as (member, heartbeat event time, lags); the history is
+      then independent of batch boundaries for lags too.
     """
     run = _Run(state, settings, clock)
     s = state
@@ -605,6 +716,9 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
         hb_times = np.concatenate((hb_times, np.array([t for _, t in s.buffered_heartbeats], dtype=np.int64)))
     keep = hb_times > safe
     s.buffered_heartbeats = list(zip(hb_ids[keep].tolist(), hb_times[keep].tolist()))
+    reports = _lag_reports(s, hb_ids, hb_times, heartbeat_progress, progress_reports)
+    s.buffered_progress = [r for r in reports if r[1] > safe]
+    reports = [r for r in reports if r[1] <= safe]
     run.load_heartbeats(hb_ids[~keep], hb_times[~keep])
     run.stats.heartbeats_accepted = len(heartbeat_times)
     known_before = set(s.members)
@@ -618,24 +732,31 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
         if run.expiry_of(member) <= safe:
             run.schedule_expiry(member)
 
-    i = 0
+    i = j = 0
     while True:
         next_event = int(due[i]["event_time"]) if i < len(due) else math.inf
+        next_report = reports[j][1] if j < len(reports) else math.inf
+        next_input = min(next_event, next_report)
         expiry = run.next_expiry()
         next_expiry = expiry[0] if expiry else math.inf
-        next_rebalance = s.pending.deadline if s.pending else math.inf
+        next_rebalance = min(s.pending.deadline if s.pending else math.inf,
+                             s.scheduled.deadline if s.scheduled else math.inf)
         next_alert = run.alerts.next_deadline()
         next_alert = math.inf if next_alert is None else next_alert
-        horizon = min(next_event, next_expiry, next_rebalance, next_alert)
+        horizon = min(next_input, next_expiry, next_rebalance, next_alert)
         if s.check_due_at is not None and horizon > s.check_due_at:
             run.check_agreement()  # everything at the observation's time has been applied
         if horizon > safe:
             break
         if next_alert == horizon:  # time-based alert transitions first: a window closes at its end
             run.alerts.at_deadline(int(next_alert))
-        elif next_rebalance <= next_event and next_rebalance <= next_expiry:
+        elif next_rebalance <= next_input and next_rebalance <= next_expiry:
             # A deadline at t takes the events before t; an event at exactly t opens the next one.
             run.rebalance(int(next_rebalance))
+        elif next_report <= next_event and next_report <= next_expiry:
+            member_id, at, lags = reports[j]
+            j += 1
+            run.apply_progress(member_id, at, lags)
         elif next_event <= next_expiry:
             e = due[i]
             i += 1
@@ -656,15 +777,44 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
     return run.out, run.stats
 
 
+def _lag_reports(s: GroupState, hb_ids: np.ndarray, hb_times: np.ndarray,
+                 heartbeat_progress: Mapping[str, Mapping[str, int]] | None,
+                 progress_reports: Iterable[tuple[str, int, Mapping[str, int]]] | None) -> list[list]:
+    """Streams lag reports as [member, event time, lags], buffered ones included, in event-time order."""
+    reports = [list(r) for r in s.buffered_progress]
+    for member_id, at, lags in progress_reports or ():
+        if lags:
+            reports.append([member_id, int(at), _lags(lags)])
+    if heartbeat_progress:
+        newest: dict[str, int] = {}
+        if len(hb_times):
+            order = np.lexsort((hb_times, hb_ids))
+            ids, times = hb_ids[order], hb_times[order]
+            last = np.concatenate((ids[1:] != ids[:-1], [True]))
+            newest = dict(zip(ids[last].tolist(), times[last].tolist()))
+        for member_id, lags in heartbeat_progress.items():
+            if lags:
+                reports.append([member_id, int(newest.get(member_id, s.clock)), _lags(lags)])
+    reports.sort(key=lambda r: (r[1], r[0]))
+    return reports
+
+
+def _lags(lags: Mapping[str, int]) -> dict[str, int]:
+    return {str(k): int(v) for k, v in task_groups.as_map(lags).items() if v is not None}
+
+
 def next_deadline(state: GroupState, settings: EngineSettings = EngineSettings()) -> int | None:
     """The watermark at which this group needs attention even if no event of it arrives: the
-    pending rebalance, the earliest session expiry, or buffered membership events coming due.
+    pending or scheduled rebalance (Streams probing, Connect delay), the earliest session expiry,
+    or buffered membership events coming due.
     (Buffered heartbeats need no deadline of their own: they can only postpone an expiry, and
     they are applied before it is decided.)
     """
     candidates: list[int] = []
     if state.pending:
         candidates.append(state.pending.deadline)
+    if state.scheduled:
+        candidates.append(state.scheduled.deadline)
     candidates.extend(d for d in (m.deadline() for m in state.members.values()) if d is not None)
     if state.buffered_events:
         candidates.append(min(int(e["event_time"]) for e in state.buffered_events))

@@ -16,7 +16,9 @@ from assignors import TopicPartition, TopicSpec
 from .alerts import AlertState
 from .group_state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
 
-FORMAT_VERSION = 2
+#: 3: Streams/Connect groups (member task metadata, task workload and assignment, lags, Connect
+#: leader state, scheduled rebalance) and their alert state.
+FORMAT_VERSION = 3
 
 
 def _encode_assignment(assignment: dict[str, list[TopicPartition]]) -> dict:
@@ -34,6 +36,21 @@ def _decode_assignment(data: dict) -> dict[str, list[TopicPartition]]:
             for member_id, by_topic in data.items()}
 
 
+def _encode_pending(pending: PendingRebalance | None) -> list | None:
+    if pending is None:
+        return None
+    return [pending.start, pending.deadline, pending.trigger, pending.trigger_member,
+            _encode_assignment(pending.owned_snapshot) if pending.owned_snapshot is not None else None]
+
+
+def _decode_pending(data: list | None) -> PendingRebalance | None:
+    if not data:
+        return None
+    start, deadline, trigger, trigger_member, snapshot = data
+    return PendingRebalance(start, deadline, trigger, trigger_member,
+                            _decode_assignment(snapshot) if snapshot is not None else None)
+
+
 def encode_state(state: GroupState) -> bytes:
     data = {
         "v": FORMAT_VERSION,
@@ -45,14 +62,12 @@ def encode_state(state: GroupState) -> bytes:
                    for t in state.topics.values()],
         "members": [[m.member_id, list(m.topics), m.joined_at, m.last_seen, m.session_timeout_ms,
                      m.group_instance_id, m.client_id, m.host, m.rack,
-                     [[tp.topic, tp.partition] for tp in m.reported_owned], m.reported_generation, m.expires]
+                     [[tp.topic, tp.partition] for tp in m.reported_owned], m.reported_generation, m.expires,
+                     m.task_metadata]
                     for m in state.members.values()],
         "generation": state.generation,
         "assignment": _encode_assignment(state.assignment),
-        "pending": ([state.pending.start, state.pending.deadline, state.pending.trigger, state.pending.trigger_member,
-                     _encode_assignment(state.pending.owned_snapshot)
-                     if state.pending.owned_snapshot is not None else None]
-                    if state.pending else None),
+        "pending": _encode_pending(state.pending),
         "frontier": state.frontier,
         "clock": state.clock,
         "buffered_events": state.buffered_events,
@@ -68,6 +83,13 @@ def encode_state(state: GroupState) -> bytes:
         "check_due_at": state.check_due_at,
         "last_check": state.last_check,
         "alerts": state.alerts.to_json(),
+        "task_workload": state.task_workload,
+        "task_assignment": state.task_assignment,
+        "task_lags": state.task_lags,
+        "buffered_progress": state.buffered_progress,
+        "connect_leader": state.connect_leader,
+        "connect_leader_state": state.connect_leader_state,
+        "scheduled": _encode_pending(state.scheduled),
     }
     return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
 
@@ -78,14 +100,10 @@ def decode_state(blob: bytes) -> GroupState:
         raise ValueError(f"group state format {data.get('v')!r} is not {FORMAT_VERSION}: "
                          f"this job cannot read a checkpoint written by another version")
     members = {}
-    for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen, expires) in data["members"]:
+    for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen, expires,
+         task_metadata) in data["members"]:
         members[mid] = Member(mid, tuple(topics), joined, last_seen, st, gid, client_id, host, rack,
-                              tuple(TopicPartition(t, p) for t, p in owned), gen, expires)
-    pending = None
-    if data["pending"]:
-        start, deadline, trigger, trigger_member, snapshot = data["pending"]
-        pending = PendingRebalance(start, deadline, trigger, trigger_member,
-                                   _decode_assignment(snapshot) if snapshot is not None else None)
+                              tuple(TopicPartition(t, p) for t, p in owned), gen, expires, task_metadata)
     return GroupState(
         group_id=data["group_id"],
         group_type=data["group_type"],
@@ -96,7 +114,7 @@ def decode_state(blob: bytes) -> GroupState:
         members=members,
         generation=data["generation"],
         assignment=_decode_assignment(data["assignment"]),
-        pending=pending,
+        pending=_decode_pending(data["pending"]),
         frontier=data["frontier"],
         clock=data["clock"],
         buffered_events=data["buffered_events"],
@@ -112,4 +130,11 @@ def decode_state(blob: bytes) -> GroupState:
         check_due_at=data["check_due_at"],
         last_check=data["last_check"],
         alerts=AlertState.from_json(data["alerts"]),
+        task_workload=data["task_workload"],
+        task_assignment=data["task_assignment"],
+        task_lags=data["task_lags"],
+        buffered_progress=data["buffered_progress"],
+        connect_leader=data["connect_leader"],
+        connect_leader_state=data["connect_leader_state"],
+        scheduled=_decode_pending(data["scheduled"]),
     )

@@ -103,3 +103,92 @@ def to_records(story, group_id, start_ms):
             beats.append((group_id, {"schema_version": 1, "event_id": f"{group_id}-hb-{member}-{t}",
                                      "event_time": start_ms + t, "group_id": group_id, "member_id": member}))
     return membership, beats
+
+
+# -- Kafka Streams and Kafka Connect groups (streaming/task_groups.py) --------------------------------
+
+STREAMS_STATEFUL = ["0_0", "0_1", "0_2", "0_3"]
+STREAMS_STATELESS = ["1_0", "1_1"]
+
+
+def streams_workload(t, stateful=STREAMS_STATEFUL, stateless=STREAMS_STATELESS, end_offsets=None,
+                     acceptable_recovery_lag=100, num_standby_replicas=0, max_warmup_replicas=2,
+                     probing_rebalance_interval_ms=60_000, eid="sw"):
+    return {"event_id": eid, "event_time": t, "type": "workload", "group_type": "streams",
+            "workload": {"tasks": {"stateful": list(stateful), "stateless": list(stateless)},
+                         "task_end_offset_sums": end_offsets,
+                         "config": {"acceptable_recovery_lag": acceptable_recovery_lag,
+                                    "num_standby_replicas": num_standby_replicas,
+                                    "max_warmup_replicas": max_warmup_replicas,
+                                    "probing_rebalance_interval_ms": probing_rebalance_interval_ms}}}
+
+
+def streams_join(t, member, process_id, threads=1, offset_sums=None, session=10_000):
+    return {"event_id": f"j-{member}-{t}", "event_time": t, "type": "join", "group_type": "streams",
+            "member_id": member, "process_id": process_id, "threads": threads, "task_offset_sums": offset_sums,
+            "assignor": "streams-ha", "protocol": "cooperative", "session_timeout_ms": session}
+
+
+def hb_lags(t, member, lags):
+    """A heartbeat carrying Kafka Streams task lags."""
+    return ("hb", member, t, dict(lags))
+
+
+def streams_scale_out_story():
+    """One client (p1) runs every task; p2 joins with no state: warm-ups first, a probing rebalance
+    60 s later, and once p2's heartbeats report the warm-ups caught up, the actives move to it."""
+    events = [streams_workload(0), streams_join(1_000, "s1", "p1")]
+    events += heartbeats(["s1"], 1_500, 5_000)
+    events += [streams_join(5_000, "s2", "p2")] + heartbeats(["s1", "s2"], 5_500, 75_000)
+    # p2 restores its warm-ups (0_1 and 0_3): lags fall from 4000 to 0 by 40 s.
+    events += [hb_lags(t, "s2", {"0_1": lag, "0_3": lag})
+               for t, lag in ((10_000, 4_000), (20_000, 2_000), (30_000, 500), (40_000, 0))]
+    return in_time_order(events)
+
+
+def connect_workload(t, connectors=(("jdbc", 2), ("s3", 2)), config_offset=5, max_delay_ms=60_000, eid="cw"):
+    return {"event_id": eid, "event_time": t, "type": "workload", "group_type": "connect",
+            "workload": {"connectors": [{"name": n, "tasks": k} for n, k in connectors],
+                         "config_offset": config_offset, "scheduled_rebalance_max_delay_ms": max_delay_ms}}
+
+
+def connect_join(t, member, assignor="connect-incremental", url=None, config_offset=5, session=10_000):
+    return {"event_id": f"j-{member}-{t}", "event_time": t, "type": "join", "group_type": "connect",
+            "member_id": member, "worker_url": url or f"http://{member}:8083", "config_offset": config_offset,
+            "assignor": assignor, "protocol": "eager" if assignor == "connect-eager" else "cooperative",
+            "session_timeout_ms": session}
+
+
+def connect_bounce_story(return_at=30_000):
+    """Two workers share two connectors and four tasks; w2 restarts (leaves at 20 s, comes back as
+    w2b at ``return_at``, same URL). Within the 60 s delay, w2b gets w2's work back when the delay
+    expires at 81 s; w1 keeps its work throughout. ``return_at=None``: w2 never comes back, and its
+    work goes to w1 at exactly 81 s."""
+    events = [connect_workload(0), connect_join(1_000, "w1")] + heartbeats(["w1"], 1_500, 5_000)
+    events += [connect_join(5_000, "w2")] + heartbeats(["w1", "w2"], 5_500, 20_000)
+    events += [leave(20_000, "w2", reason="worker restarting")]
+    events += heartbeats(["w1"], 20_000, 90_000)
+    if return_at is not None:
+        events += [connect_join(return_at, "w2b", url="http://w2:8083")]
+        events += heartbeats(["w2b"], return_at + 500, 90_000)
+    return in_time_order(events)
+
+
+def task_group_records(story, group_id, start_ms, group_type):
+    """Like ``to_records`` for Streams and Connect stories: heartbeats keep their ``task_lags``."""
+    membership, beats = [], []
+    for e in story:
+        if isinstance(e, dict):
+            event = {"schema_version": 1, "group_id": group_id, "group_type": group_type,
+                     **{k: v for k, v in e.items() if v is not None}}
+            event["event_id"] = f"{group_id}-{e['event_id']}"
+            event["event_time"] = start_ms + e["event_time"]
+            membership.append((group_id, event))
+        else:
+            member, t = e[1], e[2]
+            beat = {"schema_version": 1, "event_id": f"{group_id}-hb-{member}-{t}" + ("-lags" if len(e) > 3 else ""),
+                    "event_time": start_ms + t, "group_id": group_id, "member_id": member}
+            if len(e) > 3:
+                beat["task_lags"] = e[3]
+            beats.append((group_id, beat))
+    return membership, beats
