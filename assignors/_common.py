@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 from itertools import repeat
+from operator import attrgetter
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -89,7 +90,7 @@ def topic_partitions(topic: str, numbers: Iterable[int]) -> list[TopicPartition]
 
 def check_unique_member_ids(spec: GroupSpec) -> None:
     """Kafka keys members by id, so a spec listing one id twice has no Kafka meaning."""
-    if len({m.member_id for m in spec.members}) == len(spec.members):
+    if len(set(map(_member_id, spec.members))) == len(spec.members):
         return
     seen: set[str] = set()
     for member in spec.members:
@@ -103,8 +104,17 @@ def check_unique_member_ids(spec: GroupSpec) -> None:
 
 def member_info_order(spec: GroupSpec) -> list[int]:
     """Indices into ``spec.members`` in Kafka's ``MemberInfo`` order (stable for equal keys)."""
-    keys = [member_info_key(m) if m.group_instance_id is not None else (1, m.member_id) for m in spec.members]
+    members = spec.members
+    ids = list(map(_member_id, members))
+    if list(map(_instance_id, members)).count(None) == len(members):
+        # No static members: plain member-id order, compared as strings rather than as tuples.
+        return sorted(range(len(ids)), key=ids.__getitem__)
+    keys = [member_info_key(m) for m in members]
     return sorted(range(len(keys)), key=keys.__getitem__)
+
+
+_member_id = attrgetter("member_id")
+_instance_id = attrgetter("group_instance_id")
 
 
 def subscribers_per_topic(

@@ -25,6 +25,7 @@ iteration order of Kafka's ``partitionsPerTopic`` ``HashMap`` (reproduced with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -55,7 +56,7 @@ def assign_range(spec: GroupSpec) -> GroupAssignment:
 def _assign(spec: GroupSpec) -> GroupAssignment:
     members = spec.members
     topics = _topics_in_java_order(spec)
-    states = _rack_states(spec, topics) if any(m.rack for m in members) else []
+    states = _rack_states(spec, topics) if any(map(attrgetter("rack"), members)) else []
     if any(state.needs_rack_aware for state in states):
         per_member: list[list[TopicPartition]] = [[] for _ in members]
         _assign_with_racks(states, per_member)
