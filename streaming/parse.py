@@ -15,6 +15,7 @@ from schemas.events import (
     MEMBER_EVENT_TYPES,
     MEMBERSHIP_FIELDS,
     SCHEMA_VERSION,
+    STREAMS_TASK_ID_PATTERN,
     Field,
 )
 from schemas.spark import spark_type
@@ -69,8 +70,21 @@ def _membership_rules() -> list[Column]:
     return [
         F.when(m("type").isin(*MEMBER_EVENT_TYPES) & m("member_id").isNull(),
                F.concat(F.lit("missing required field member_id for a "), m("type"), F.lit(" event"))),
-        F.when((m("type") == "workload") & m("workload.topics").isNull(),
+        # What a workload event must carry depends on the group type (consumer when not given).
+        F.when((m("type") == "workload") & ~F.coalesce(m("group_type"), F.lit("consumer")).isin("streams", "connect")
+               & m("workload.topics").isNull(),
                F.lit("missing required field workload.topics for a workload event")),
+        F.when((m("type") == "workload") & (m("group_type") == "streams") & m("workload.tasks").isNull(),
+               F.lit("missing required field workload.tasks for a workload event of a streams group")),
+        F.when((m("type") == "workload") & (m("group_type") == "connect") & m("workload.connectors").isNull(),
+               F.lit("missing required field workload.connectors for a workload event of a connect group")),
+        F.when(F.expr(" OR ".join(f"exists(workload.tasks.{kind}, t -> t IS NULL OR NOT t RLIKE "
+                                  f"'{STREAMS_TASK_ID_PATTERN}')" for kind in ("stateful", "stateless"))),
+               F.lit("field workload.tasks: a task id is not of the form '<subtopology>_<partition>' (like '0_1')")),
+        F.when(F.expr("exists(workload.connectors, c -> c.name IS NULL OR trim(c.name) = '')"),
+               F.lit("field workload.connectors: a connector has no name")),
+        F.when(F.expr("exists(workload.connectors, c -> c.tasks IS NULL OR c.tasks < 0)"),
+               F.lit("field workload.connectors: a task count is missing or negative")),
         F.when(F.expr("exists(owned_partitions, p -> p.topic IS NULL OR p.partition IS NULL)"),
                F.lit("field owned_partitions: every entry needs a topic and a partition")),
         F.when(F.expr("exists(owned_partitions, p -> p.partition < 0)"),
@@ -93,7 +107,8 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
     (Not ``reason``: that is a field of membership events, the client's own words.)
 
     The result has ``kind`` (membership or heartbeat), every membership field (heartbeats use a
-    subset), the source columns and ``raw_value`` (kept for refused records).
+    subset) and every heartbeat field (``task_lags``), the source columns and ``raw_value`` (kept
+    for refused records).
     """
     base = records.select(
         F.col("topic").alias("source_topic"),
@@ -115,7 +130,11 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         F.when(F.col("record_bytes") <= max_record_bytes, F.expr("try_parse_json(raw_value)")),
     )
 
-    typed = base.select("*", *[_typed(f).alias(f.name) for f in MEMBERSHIP_FIELDS])
+    # Heartbeat-only fields (Streams task_lags) get their own columns too; heartbeats leave the
+    # membership-only ones null.
+    membership_names = {f.name for f in MEMBERSHIP_FIELDS}
+    columns = MEMBERSHIP_FIELDS + tuple(f for f in HEARTBEAT_FIELDS if f.name not in membership_names)
+    typed = base.select("*", *[_typed(f).alias(f.name) for f in columns])
 
     envelope = [
         F.when(F.col("raw_value").isNull(), F.lit("empty record value")),
