@@ -322,3 +322,37 @@ def test_task_group_records_carry_the_group_type_and_the_heartbeat_lags():
     assert [(v["member_id"], v["event_time"], v["task_lags"]) for v in with_lags][0] == (
         "s2", 1_010_000, {"0_1": 4_000, "0_3": 4_000})
     assert len({v["event_id"] for _, v in beats}) == len(beats)
+
+
+# -- the documented examples -----------------------------------------------------------------------
+
+
+def _doc_examples():
+    import json
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "streams-connect-groups.md").read_text()
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S)]
+
+
+def test_the_documented_events_use_defined_fields_and_give_a_generation():
+    from schemas.events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS, WORKLOAD
+
+    examples = _doc_examples()
+    assert len(examples) == 5
+    membership = {f.name for f in MEMBERSHIP_FIELDS}
+    workload_fields = {name for name, _ in WORKLOAD.fields}
+    for e in examples:
+        assert set(e) <= (membership if "type" in e else {f.name for f in HEARTBEAT_FIELDS}), e
+        assert set(e.get("workload", {})) <= workload_fields
+    for group_id in ("orders-app", "connect-cluster"):
+        events = [e for e in examples if e["group_id"] == group_id and "type" in e]
+        state = GroupState(group_id=group_id)
+        member = next(e["member_id"] for e in events if e["type"] == "join")
+        t0 = events[0]["event_time"]
+        out, _ = advance(state, events, [member] * 10, [t0 + 5_000 + 1_000 * i for i in range(10)], SETTINGS,
+                         clock=lambda: 0.0)
+        (row,) = rows(out, "assignments")
+        assert row["member_id"] == member and row["group_type"] == events[0]["group_type"]
+        assert len(row["active_tasks"] or row["tasks"]) == (6 if group_id == "orders-app" else 4)
