@@ -261,7 +261,7 @@ class _Emitter:
 
     def workload(self, view: GroupView) -> None:
         value = {**self._base(view.group_id, None, "workload"), "group_type": "consumer", "type": "workload",
-                 "workload": {"topics": [t.as_workload() for t in view.workload]}}
+                 "workload": {"topics": [t.as_workload() for t in view.workload]}, "source": "collector"}
         self.membership.append(CollectedEvent(MEMBERSHIP, view.group_id, value))
 
     def member(self, kind: str, view: GroupView, m: MemberView, reason: str) -> None:
@@ -379,6 +379,10 @@ class Collector:
         self.last_good_time_ms: int | None = None
         self.failed_polls = 0  # consecutive
 
+    def restore(self, views: Mapping[str, GroupView]) -> None:
+        """Start from what an earlier run told the job (:func:`views_from_events`), not from nothing."""
+        self.views = dict(views)
+
     def plan(self, snapshot: ClusterSnapshot | None,
              error: str | None = None) -> tuple[dict[str, GroupView] | None, list[CollectedEvent]]:
         if snapshot is None:
@@ -406,6 +410,60 @@ class Collector:
         views, events = self.plan(snapshot, error)
         self.commit(views, snapshot.time_ms if snapshot is not None else None)
         return events
+
+
+# -- a restarted collector: what did it tell the job before? ------------------------------------
+
+def _assignment_field(value: Mapping, name: str) -> Assignment | None:
+    parts = value.get(name)
+    return None if parts is None else _sorted((p["topic"], p["partition"]) for p in parts)
+
+
+def views_from_events(events: Iterable[Mapping], group_ids: Iterable[str] | None = None) -> dict[str, GroupView]:
+    """The views a collector had after producing ``events`` (its own membership events, as read back
+    from the monitor's membership topic), so a restarted collector diffs its first poll against what
+    the job was last told: a member that left while it was down gets its leave, and members that are
+    still there get no second join.
+
+    Events without ``source: "collector"`` (a simulator, an instrumented client) are not the
+    collector's and are skipped; with ``group_ids``, only those groups are rebuilt (several
+    collectors may share a topic, each with its own ``--groups``). Events are applied in the job's
+    order (event time, then event id), whatever order they were read in.
+    """
+    wanted = set(group_ids) if group_ids is not None else None
+    mine = [e for e in events if e.get("source") == "collector"]
+    groups: dict[str, dict] = {}
+    for e in sorted(mine, key=lambda e: (int(e["event_time"]), str(e["event_id"]))):
+        group_id = e["group_id"]
+        if wanted is not None and group_id not in wanted:
+            continue
+        g = groups.setdefault(group_id, {"group_protocol": CLASSIC, "raw_assignor": None, "state": "STABLE",
+                                         "topics": (), "workload": (), "members": {}})
+        kind = e["type"]
+        if kind == "workload":
+            g["workload"] = tuple(
+                TopicSnapshot(t["name"], int(t["partitions"]),
+                              tuple(tuple(r) for r in t["racks"]) if t.get("racks") is not None else None)
+                for t in (e.get("workload") or {}).get("topics") or ())
+            continue
+        g["group_protocol"] = e.get("group_protocol") or g["group_protocol"]
+        g["raw_assignor"] = e.get("partition_assignor") or g["raw_assignor"]
+        g["state"] = e.get("group_state") or g["state"]
+        if kind == "leave":
+            g["members"].pop(e["member_id"], None)
+            continue
+        g["topics"] = tuple(e.get("topics") or ())
+        static_id = e.get("group_instance_id")
+        if kind == "join" and static_id:  # a static member under a new id replaced the old one
+            g["members"] = {mid: m for mid, m in g["members"].items() if m.group_instance_id != static_id}
+        g["members"][e["member_id"]] = MemberView(
+            member_id=e["member_id"], client_id=e.get("client_id"), host=e.get("host"),
+            group_instance_id=e.get("group_instance_id"), topics=g["topics"],
+            owned=_assignment_field(e, "owned_partitions"), target=_assignment_field(e, "target_partitions"))
+    return {group_id: GroupView(group_id=group_id, group_protocol=g["group_protocol"], raw_assignor=g["raw_assignor"],
+                                state=g["state"], topics=g["topics"], workload=g["workload"],
+                                members=dict(sorted(g["members"].items())))
+            for group_id, g in sorted(groups.items()) if g["members"]}
 
 
 # -- credentials ----------------------------------------------------------------------------------

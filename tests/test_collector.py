@@ -11,7 +11,7 @@ import pytest
 from schemas.events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS
 from streaming.collector import (
     HEARTBEAT, LEAVE_REASON, MASK, MEMBERSHIP, ClusterSnapshot, Collector, CollectorSettings, GroupSnapshot,
-    MemberSnapshot, TopicSnapshot, contract_assignor, diff, mask_secrets,
+    MemberSnapshot, TopicSnapshot, contract_assignor, diff, mask_secrets, views_from_events,
 )
 from streaming.commands.collect import (
     CollectorError, group_snapshot, options_from, read_properties, redact, topic_snapshot,
@@ -433,3 +433,47 @@ def test_read_snapshot_voids_the_poll_for_cluster_errors_and_sets_aside_group_er
         "deleted": _Future(error=_kafka_error(KafkaError.GROUP_ID_NOT_FOUND)), "other": ok}),
         T0, __import__("re").compile("ok|secret|deleted"), 1)
     assert set(s.groups) == {"ok"} and s.unobserved == {"secret"} and s.topics["orders"].partitions == 1
+
+
+# -- a restarted collector rebuilds what it told the job ------------------------------------------
+
+def _history() -> tuple[Collector, list[dict]]:
+    """A collector's life: a range group that grows, rebalances and loses a member, a static member
+    under a new id, a KIP-848 group with targets, and a topic whose racks show up."""
+    racked = TopicSnapshot("orders", 6, racks=tuple(("r1", "r2") for _ in range(6)))
+    kip848 = GroupSnapshot("payments", type="consumer", partition_assignor="uniform", members=(
+        MemberSnapshot("p1", assignment=(("orders", 0),), target_assignment=(("orders", 0), ("orders", 1))),))
+    polls = [
+        snapshot(T0, orders(member("c1", 0, 1, 2), member("c2", 3, 4, 5, group_instance_id="orders-1")), kip848),
+        snapshot(T0 + 1_000, orders(member("c1"), member("c2", group_instance_id="orders-1"), member("c3"),
+                                    state="PREPARING_REBALANCING", assignor=None), kip848, topics=()),
+        snapshot(T0 + 2_000, orders(member("c1", 0, 1), member("c2", 2, 3, group_instance_id="orders-1"),
+                                    member("c3", 4, 5)), kip848, topics=(racked,)),
+        snapshot(T0 + 3_000, orders(member("c2b", 0, 1, 2, group_instance_id="orders-1"), member("c3", 3, 4, 5)),
+                 kip848, topics=(racked,)),
+    ]
+    c = Collector()
+    events = [e.value for p in polls for e in c.observe(p) if e.kind == MEMBERSHIP]
+    return c, events
+
+
+def test_the_views_rebuilt_from_the_events_are_the_views_the_collector_had():
+    c, events = _history()
+    assert views_from_events(events) == c.views
+    # Read back in any order (several partitions), and mixed with events that are not the collector's.
+    foreign = {"event_id": "sim-1", "event_time": T0 + 5, "group_id": "orders-service", "type": "join",
+               "member_id": "simulated", "topics": ["orders"]}
+    assert views_from_events(list(reversed(events)) + [foreign]) == c.views
+    assert set(views_from_events(events, group_ids=["payments"])) == {"payments"}
+
+
+def test_a_restarted_collector_leaves_the_members_that_went_while_it_was_down_and_joins_nobody_twice():
+    before, events = _history()
+    restarted = Collector()
+    restarted.restore(views_from_events(events))
+    now = snapshot(T0 + 60_000, orders(member("c3", 0, 1, 2, 3, 4, 5)),
+                   topics=(TopicSnapshot("orders", 6, racks=tuple(("r1", "r2") for _ in range(6))),))
+    got = restarted.observe(now)
+    assert [(v["type"], v["member_id"]) for v in membership(got)] == [
+        ("leave", "c2b"), ("update", "c3"), ("leave", "p1")]
+    assert diff(before.views, now)[1] == got  # exactly what the collector would have said had it not restarted

@@ -24,7 +24,7 @@ from assignors.errors import RebalanceMonitorError
 
 from ..collector import (
     CLASSIC, CONSUMER, HEARTBEAT, MEMBERSHIP, MASK, ClusterSnapshot, CollectedEvent, Collector,
-    CollectorSettings, GroupSnapshot, MemberSnapshot, TopicSnapshot, is_secret, mask_secrets,
+    CollectorSettings, GroupSnapshot, MemberSnapshot, TopicSnapshot, is_secret, mask_secrets, views_from_events,
 )
 from ..config import KafkaConfig
 from ..kafka_io import KafkaIOError, ensure_topics, produce
@@ -65,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add("--timeout", type=float, default=None, metavar="SECONDS",
         help="per-request timeout (default: the interval, at most 30)")
     add("--once", action="store_true", help="poll once, produce, print what was sent and exit")
+    add("--no-resume", action="store_true",
+        help="do not read back the membership topic at start (by default the collector resumes from "
+             "what it last told the job, so members that left while it was down get their leave)")
     parser.set_defaults(handler=_run)
 
 
@@ -261,6 +264,57 @@ def read_snapshot(admin, time_ms: int, pattern: re.Pattern | None, timeout_s: fl
     return ClusterSnapshot(time_ms=time_ms, groups=groups, topics=topics, unobserved=frozenset(unobserved))
 
 
+# -- resuming: what this collector told the job before it (re)started -----------------------------
+
+def read_back(bootstrap_servers: str, topic: str, options: Mapping[str, str], pattern: re.Pattern | None,
+              timeout_s: float = 60.0) -> list[dict]:
+    """The membership topic's records from its beginning to its current end, JSON-decoded, of the
+    groups whose key matches ``pattern`` (records that are not JSON objects are skipped)."""
+    import json
+
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "rebalance-monitor-collector-resume",
+                         "enable.auto.commit": False, "log_level": 3, **options})
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return []  # nothing was ever produced there
+        ends: dict[int, int] = {}
+        starts: list = []
+        for partition in sorted(metadata.partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            if high > low:
+                ends[partition] = high
+                starts.append(TopicPartition(topic, partition, low))
+        consumer.assign(starts)
+        out: list[dict] = []
+        deadline = time.monotonic() + timeout_s
+        while ends:
+            if time.monotonic() > deadline:
+                raise KafkaIOError(f"reading back {topic!r} took longer than {timeout_s:.0f} s")
+            for message in consumer.consume(1000, timeout=0.5):
+                if message.error() is not None:
+                    continue
+                key = message.key().decode(errors="replace") if message.key() else ""
+                if message.offset() < ends.get(message.partition(), -1) and (
+                        pattern is None or pattern.fullmatch(key)):
+                    try:
+                        value = json.loads(message.value())
+                    except (TypeError, ValueError):
+                        value = None
+                    if isinstance(value, dict):
+                        out.append(value)
+            for tp in consumer.position([TopicPartition(topic, p) for p in list(ends)]):
+                if tp.offset >= ends[tp.partition]:
+                    del ends[tp.partition]
+        return out
+    except KafkaException as exc:
+        raise KafkaIOError(f"reading back {topic!r}: {exc.args[0]}") from None
+    finally:
+        consumer.close()
+
+
 # -- the loop -------------------------------------------------------------------------------------
 
 @dataclass
@@ -293,6 +347,25 @@ class CollectorRunner:
         self.admin = admin_client(options.source)
         self.clock = clock
         self.last_time_ms = -1
+
+    def resume(self, timeout_s: float = 60.0) -> int:
+        """Start from what this collector last told the job, read back from the membership topic.
+
+        Without it a restarted collector starts from nothing: every member gets a second join
+        (harmless) and a member that left while it was down never gets its leave (its partitions
+        stay assigned in the job). Returns the number of members resumed.
+        """
+        events = read_back(self.options.monitor_bootstrap_servers, self.options.membership_topic,
+                           self.options.monitor_options, self.options.group_pattern, timeout_s)
+        views = views_from_events(events)
+        self.collector.restore(views)
+        mine = [int(e["event_time"]) for e in events if e.get("source") == "collector"]
+        if mine:  # never emit at or before what was already sent
+            self.last_time_ms = max(self.last_time_ms, max(mine))
+        members = sum(len(v.members) for v in views.values())
+        log.info("resumed from %s: %d groups, %d members as last told to the job", self.options.membership_topic,
+                 len(views), members)
+        return members
 
     def poll_time(self) -> int:
         # Event time must never go backwards, even when the wall clock does.
@@ -352,6 +425,13 @@ def _run(args: argparse.Namespace) -> int:
         raise CollectorError(f"monitor topics unavailable on {options.monitor_bootstrap_servers}: "
                              f"{redact(str(exc), options.monitor_options)}") from None
     runner = CollectorRunner(options)
+    if not args.no_resume:
+        try:
+            runner.resume(timeout_s=max(60.0, options.timeout_s))
+        except (KafkaIOError, KeyError, TypeError, ValueError) as exc:
+            log.warning("could not resume from %s (%s): starting from nothing, so members that left while "
+                        "the collector was down get no leave", options.membership_topic,
+                        redact(str(exc), options.monitor_options))
     if args.once:
         result = runner.step()
         print(result.summary(), flush=True)

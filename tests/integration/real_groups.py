@@ -255,14 +255,15 @@ class CollectorThread(threading.Thread):
         return self.results
 
 
-def collect_options(config: Config, observed_bootstrap: str, group_id: str,
+def collect_options(config: Config, observed_bootstrap: str, *group_ids: str,
                     interval_s: float = COLLECT_INTERVAL_S, timeout_s: float = 5.0) -> CollectOptions:
-    """The collector watching one group on ``observed_bootstrap`` and writing to the job's topics."""
+    """The collector watching ``group_ids`` on ``observed_bootstrap`` and writing to the job's topics."""
     return CollectOptions(
         source={"bootstrap.servers": observed_bootstrap},
         monitor_bootstrap_servers=config.kafka.bootstrap_servers, monitor_options={},
         membership_topic=config.kafka.membership_topic, heartbeat_topic=config.kafka.heartbeat_topic,
-        group_pattern=re.compile(re.escape(group_id)), interval_s=interval_s, timeout_s=timeout_s)
+        group_pattern=re.compile("|".join(re.escape(g) for g in group_ids)), interval_s=interval_s,
+        timeout_s=timeout_s)
 
 
 # -- what our assignors say, for the measurement --------------------------------------------------
@@ -301,3 +302,35 @@ def moved(previous: Assignment, current: Assignment) -> int:
     """Partitions that changed owner between two generations (departed members' ones count)."""
     before = {tp: m for m, tps in previous.items() for tp in tps}
     return sum(1 for m, tps in current.items() for tp in tps if tp in before and before[tp] != m)
+
+
+def general_builder_answer(previous: Assignment, members: Iterable[str], topics: Mapping[str, int]) -> Assignment:
+    """Kafka's *general* sticky builder (our port, ``assignors.sticky._kafka_general``) run on a group
+    whose members all subscribe to the same topics, where Kafka itself uses the constrained builder.
+
+    librdkafka's sticky assignor is a port of Kafka's sticky assignor from before the constrained
+    builder existed (KAFKA-9987, Kafka 2.8), so this is the hypothesis for what a real librdkafka
+    group computes; docs/collector.md reports how well it holds.
+    """
+    from assignors.sticky._kafka_general import kafka_general
+    from assignors.sticky._layout import build_layout, collect_claims, hashmap_visit_order, partition_objects
+    from assignors.sticky._ownership import resolve_ownership
+    from assignors.sticky._racks import rack_info
+
+    ordered = sorted(members)
+    spec = GroupSpec(
+        members=tuple(MemberSpec(member_id=m, topics=tuple(sorted(topics)),
+                                 owned_partitions=tuple(TopicPartition(t, p) for t, p in sorted(previous.get(m, ()))),
+                                 generation=1 if m in previous else -1)
+                      for m in ordered),
+        topics={t: TopicSpec(t, n) for t, n in topics.items()})
+    layout = build_layout(spec)
+    claims = collect_claims(spec.members, layout)
+    visit = hashmap_visit_order(ordered)
+    resolve_ownership(spec.members, visit, claims)
+    owner = kafka_general(spec.members, layout, claims, rack_info(spec, spec.members, layout), visit)
+    objects = partition_objects(layout, claims)
+    out: dict[str, set] = {m: set() for m in ordered}
+    for g, position in enumerate(owner.tolist()):
+        out[ordered[position]].add((objects[g].topic, objects[g].partition))
+    return {m: frozenset(tps) for m, tps in out.items()}

@@ -166,3 +166,37 @@ def test_an_unreachable_cluster_is_a_failed_poll_that_produces_nothing(kafka_bro
     assert not result.ok and result.events == [] and "ListGroups" in result.error
     assert runner.collector.failed_polls == 1
     assert _read(kafka_broker.bootstrap_servers, options.membership_topic, expected=1, timeout_s=3) == []
+
+
+def test_a_restarted_collector_resumes_from_its_own_events_and_leaves_who_went_meanwhile(kafka_broker, unique_name):
+    from tests.integration.real_groups import RealGroup
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group_id = f"col-resume-{unique_name}", f"col-resume-{unique_name}"
+    ensure_topics(bootstrap, [topic], partitions=6)
+    options = _options(bootstrap, group_id, unique_name)
+    ensure_topics(bootstrap, [options.membership_topic, options.heartbeat_topic])
+    group = RealGroup(bootstrap, group_id, {topic: 6}, strategy="range")
+    try:
+        group.join(3)
+        before = group.settle()
+        first = CollectorRunner(options)
+        assert first.step().ok
+        # The collector goes away; meanwhile a member leaves the real group.
+        gone = group.consumers[0]
+        gone_id = gone.member_id
+        group.leave([gone])
+        after = group.settle()
+
+        restarted = CollectorRunner(options)
+        assert restarted.resume() == 3
+        assert restarted.last_time_ms >= first.last_time_ms
+        result = restarted.step()
+        assert result.ok and result.time_ms > first.last_time_ms
+        membership = [e.value for e in result.events if e.kind == MEMBERSHIP]
+        assert [(v["type"], v["member_id"]) for v in membership] == \
+            [("leave", gone_id)] + [("update", m) for m in after.members]
+        assert all(v["reason"] == "assignment changed" for v in membership[1:])
+        assert set(after.members) == set(before.members) - {gone_id}
+    finally:
+        group.close()
