@@ -716,7 +716,8 @@ def advance(state: GroupState, membership_events: Iterable[Mapping], heartbeat_m
         hb_times = np.concatenate((hb_times, np.array([t for _, t in s.buffered_heartbeats], dtype=np.int64)))
     keep = hb_times > safe
     s.buffered_heartbeats = list(zip(hb_ids[keep].tolist(), hb_times[keep].tolist()))
-    reports = _lag_reports(s, hb_ids, hb_times, heartbeat_progress, progress_reports)
+    reports = _lag_reports(s, np.asarray(heartbeat_member_ids, dtype=object),
+                           np.asarray(heartbeat_times, dtype=np.int64), heartbeat_progress, progress_reports)
     s.buffered_progress = [r for r in reports if r[1] > safe]
     reports = [r for r in reports if r[1] <= safe]
     run.load_heartbeats(hb_ids[~keep], hb_times[~keep])
