@@ -446,6 +446,9 @@ class _Run:
         changed = topics != s.topics or task_workload != s.task_workload
         s.topics = topics
         s.task_workload = task_workload
+        if task_workload is not None and "stateful" in task_workload:
+            stateful = set(task_workload["stateful"])  # forget lags of tasks the application no longer has
+            s.task_lags = {m: {t: lag for t, lag in lags.items() if t in stateful} for m, lags in s.task_lags.items()}
         self.member_event(e, "workload_changed" if changed else "workload_unchanged", at, late)
         if changed and s.members:
             self.change(at, "workload", None)

@@ -1,4 +1,4 @@
-"""Seeded, simulated consumer-group traffic: the records the monitor reads, without a real cluster.
+"""Seeded, simulated group traffic: the records the monitor reads, without a real cluster.
 
 Pure: no Kafka, no wall clock, no global random state. A :class:`SimulationConfig` fully decides
 the output, so the same config always yields byte-identical records with the same event ids; that
@@ -9,6 +9,12 @@ records come out in event-time order across all groups. Per group it emits a ``w
 then the members' joins, then a heartbeat per live member every heartbeat interval, with churn
 (joins, leaves, static bounces, crashes) interleaved. Heartbeats are the bulk of the traffic, so
 their JSON is filled into per-member templates instead of going through ``json.dumps``.
+
+Optionally a share of the groups are Kafka Streams applications (``streams_share``: tasks from
+the group's topics, one client per member, and heartbeats of a newly joined client report its task
+lags falling to 0 as it restores) or Kafka Connect clusters (``connect_share``: one connector per
+topic with a task per partition, workers with URLs). With both shares at 0 the output is exactly
+that of a consumer-only simulation.
 
 Bad records (for the job's rejected-events path) are injected *beside* the good stream, from their
 own random generator and their own event-id namespace: turning them on or off never changes a
@@ -44,6 +50,16 @@ BAD_KINDS = ("malformed_json", "missing_field", "unknown_assignor", "negative_pa
 #: cooperative client assignor Kafka ships.
 EAGER_ASSIGNORS = ("range", "roundrobin", "sticky")
 COOPERATIVE_ASSIGNOR = "cooperative-sticky"
+
+#: Kafka Streams groups: a new client restores every stateful task from this lag down to 0, in
+#: this much event time, reporting its lags with each heartbeat until one interval after that.
+STREAMS_RESTORE_LAG = 5_000
+STREAMS_RESTORE_MS = 30_000
+STREAMS_CONFIG = {"acceptable_recovery_lag": 1_000, "num_standby_replicas": 0, "max_warmup_replicas": 2,
+                  "probing_rebalance_interval_ms": 60_000}
+#: Options added after the first release: left out of the run tag at their defaults, so the event
+#: ids of existing configurations do not change.
+_LATER_OPTIONS = {"streams_share": 0.0, "connect_share": 0.0}
 
 #: 2026-01-01T00:00:00Z: a fixed default so that a config without a start time is still repeatable.
 DEFAULT_START_TIME_MS = 1_767_225_600_000
@@ -99,8 +115,12 @@ class SimulationConfig:
     #: Share of members with a group_instance_id. They never leave; they bounce: go silent and
     #: rejoin with a new member_id and the same group_instance_id within the session timeout.
     static_share: float = 0.0
-    #: Share of groups using the cooperative protocol (cooperative-sticky); the rest are eager.
+    #: Share of groups using the cooperative protocol (cooperative-sticky; for Connect groups
+    #: connect-incremental); the rest are eager.
     cooperative_share: float = 0.5
+    #: Shares of groups that are Kafka Streams applications and Kafka Connect clusters.
+    streams_share: float = 0.0
+    connect_share: float = 0.0
     #: Share of groups whose departing dynamic members crash (stop heartbeating, no leave event).
     crash_share: float = 0.0
     #: Share of all records that are deliberately invalid, spread over ``bad_kinds``.
@@ -117,7 +137,8 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         # Normalise equal values to one form (6 and 6.0, [2, 3] and (2, 3)): the run tag hashes
         # the config, and the same traffic must get the same event ids however it was configured.
-        for name in ("churn_per_minute", "static_share", "cooperative_share", "crash_share", "bad_share"):
+        for name in ("churn_per_minute", "static_share", "cooperative_share", "crash_share", "bad_share",
+                     "streams_share", "connect_share"):
             value = getattr(self, name)
             if isinstance(value, int) and not isinstance(value, bool):
                 object.__setattr__(self, name, float(value))
@@ -164,8 +185,11 @@ class SimulationConfig:
             raise SimulationError(
                 f"{_option('heartbeat_interval_ms')} ({self.heartbeat_interval_ms}) must be lower than "
                 f"{_option('session_timeout_ms')} ({self.session_timeout_ms})")
-        for name in ("static_share", "cooperative_share", "crash_share"):
+        for name in ("static_share", "cooperative_share", "crash_share", "streams_share", "connect_share"):
             share(name)
+        if self.streams_share + self.connect_share > 1.0:
+            raise SimulationError(f"{_option('streams_share')} + {_option('connect_share')} must be at most 1, got "
+                                  f"{self.streams_share} + {self.connect_share}")
         share("bad_share", below_one=True)  # all-bad would leave no stream to inject into
         unknown = [k for k in self.bad_kinds if k not in BAD_KINDS]
         if unknown or not self.bad_kinds:
@@ -196,7 +220,8 @@ class SimulationConfig:
         settings are left out so that they cannot change any good record.
         """
         shaping = [(f.name, getattr(self, f.name)) for f in fields(self)
-                   if f.name not in ("bad_share", "bad_kinds", "oversized_bytes")]
+                   if f.name not in ("bad_share", "bad_kinds", "oversized_bytes")
+                   and not (f.name in _LATER_OPTIONS and getattr(self, f.name) == _LATER_OPTIONS[f.name])]
         return hashlib.blake2b(repr(shaping).encode(), digest_size=4).hexdigest()
 
 
@@ -221,7 +246,7 @@ class SimulationStats:
 
 class _Member:
     __slots__ = ("group", "index", "member_id", "instance_id", "client_id", "host", "rack", "tail", "alive",
-                 "joined", "phase")
+                 "joined", "phase", "lags_until")
 
     def __init__(self, group, index, member_id, instance_id, client_id, host, rack):
         group_id = group.group_id
@@ -237,6 +262,7 @@ class _Member:
         self.alive = False  # heartbeating: set at join, cleared at leave, crash or bounce
         self.joined = -1  # event time of the join
         self.phase = -1  # heartbeats at every time t with t % heartbeat_interval_ms == phase
+        self.lags_until = -1  # Streams: its heartbeats carry task_lags up to this time
 
     def last_heartbeat(self, now: int, interval: int) -> int | None:
         """Time of the member's latest heartbeat at or before ``now`` (None if it has not sent one)."""
@@ -246,9 +272,10 @@ class _Member:
 
 class _Group:
     __slots__ = ("index", "group_id", "topics", "workload", "protocol", "assignor", "crashes", "low", "high",
-                 "live", "away", "next_member")
+                 "live", "away", "next_member", "kind", "stateful")
 
-    def __init__(self, index, group_id, topics, workload, protocol, assignor, crashes, low, high):
+    def __init__(self, index, group_id, topics, workload, protocol, assignor, crashes, low, high,
+                 kind="consumer", stateful=()):
         self.index = index
         self.group_id = group_id
         self.topics = topics
@@ -261,6 +288,8 @@ class _Group:
         self.live: list[_Member] = []  # joined and heartbeating
         self.away = 0  # static members between their bounce and their rejoin (still count as members)
         self.next_member = 0
+        self.kind = kind  # group_type: consumer, streams or connect
+        self.stateful = stateful  # Streams: the stateful task ids
 
 
 class Simulation:
@@ -307,6 +336,11 @@ class Simulation:
         crashing = set(rng.sample(range(c.groups), round(c.crash_share * c.groups)))
         p_low, p_high = c.partition_range
         m_low, m_high = c.member_range
+        kinds: dict[int, str] = {}
+        if c.streams_share or c.connect_share:  # no draw otherwise: consumer-only runs stay as they were
+            chosen = rng.sample(range(c.groups), round((c.streams_share + c.connect_share) * c.groups))
+            n_streams = round(c.streams_share * c.groups)
+            kinds = {g: ("streams" if i < n_streams else "connect") for i, g in enumerate(chosen)}
         groups = []
         for g in range(c.groups):
             group_id = f"{c.group_prefix}-group-{g:0{width}d}"
@@ -326,7 +360,23 @@ class Simulation:
                 protocol, assignor = "cooperative", COOPERATIVE_ASSIGNOR
             else:
                 protocol, assignor = "eager", rng.choice(EAGER_ASSIGNORS)
-            group = _Group(g, group_id, topics, workload, protocol, assignor, g in crashing, m_low, m_high)
+            kind = kinds.get(g, "consumer")
+            stateful: tuple[str, ...] = ()
+            if kind == "streams":
+                # Subtopology 0 reads topic 0 with a state store; any further topics feed stateless ones.
+                counts = [w["partitions"] for w in workload]
+                stateful = tuple(f"0_{p}" for p in range(counts[0]))
+                stateless = [f"{s}_{p}" for s in range(1, len(counts)) for p in range(counts[s])]
+                workload = {"tasks": {"stateful": list(stateful), "stateless": stateless},
+                            "task_end_offset_sums": {t: STREAMS_RESTORE_LAG for t in stateful},
+                            "config": STREAMS_CONFIG}
+                protocol, assignor = "cooperative", "streams-ha"
+            elif kind == "connect":
+                workload = {"connectors": [{"name": f"{w['name']}-sink", "tasks": w["partitions"]} for w in workload],
+                            "config_offset": 1}
+                assignor = "connect-incremental" if protocol == "cooperative" else "connect-eager"
+            group = _Group(g, group_id, topics, workload, protocol, assignor, g in crashing, m_low, m_high,
+                           kind, stateful)
             groups.append(group)
             # Groups start spread over the first heartbeat interval, like services deployed one by one.
             self._push(c.start_time_ms + rng.randrange(c.heartbeat_interval_ms), _START, group)
@@ -346,7 +396,8 @@ class Simulation:
             client_id = f"consumer-{group.group_id}-{index + 1}"
             host = f"/10.{(group.index >> 8) & 255}.{group.index & 255}.{index % 250 + 1}"
             rack = c.racks[index % len(c.racks)] if c.racks else None
-            if rng.random() < c.static_share:
+            # (Connect workers have no static membership.)
+            if rng.random() < c.static_share and group.kind != "connect":
                 instance_id = f"{group.group_id}-instance-{index}"
         # Kafka's member ids are client id + "-" + a UUID; this UUID comes from the seeded generator.
         member_id = f"{client_id}-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
@@ -360,7 +411,7 @@ class Simulation:
 
     def _emit_membership(self, group: _Group, time: int, event: dict) -> None:
         event = {"schema_version": SCHEMA_VERSION, "event_id": self._event_id(), "event_time": time,
-                 "group_id": group.group_id, "group_type": "consumer", **event}
+                 "group_id": group.group_id, "group_type": group.kind, **event}
         self._out.append(SimRecord(MEMBERSHIP, group.group_id,
                                    json.dumps(event, separators=(",", ":")).encode()))
         self.stats.membership_types[event["type"]] += 1
@@ -390,8 +441,15 @@ class Simulation:
         if member.rack is not None:
             event["rack"] = member.rack
         # A joining member owns nothing yet and has no generation; the job computes assignments.
-        event.update(topics=group.topics, owned_partitions=[], generation=-1, protocol=group.protocol,
+        if group.kind != "connect":
+            event["topics"] = group.topics
+        event.update(owned_partitions=[], generation=-1, protocol=group.protocol,
                      assignor=group.assignor, session_timeout_ms=self.config.session_timeout_ms, reason=reason)
+        if group.kind == "streams":  # one client (process) per member; a restarted one keeps its id
+            event.update(process_id=f"{group.group_id}-process-{member.index}", threads=1)
+            member.lags_until = time + STREAMS_RESTORE_MS + self.config.heartbeat_interval_ms
+        elif group.kind == "connect":
+            event.update(worker_url=f"http://{member.host.lstrip('/')}:8083", config_offset=1)
         self._emit_membership(group, time, event)
         member.alive = True
         member.joined = time
@@ -403,7 +461,8 @@ class Simulation:
         self._slots[member.phase].append(member)
 
     def _start(self, group: _Group, time: int) -> None:
-        self._emit_membership(group, time, {"type": "workload", "workload": {"topics": group.workload}})
+        workload = {"topics": group.workload} if group.kind == "consumer" else group.workload
+        self._emit_membership(group, time, {"type": "workload", "workload": workload})
         count = self._rng.randint(group.low, group.high)
         for _ in range(count):
             self._push(time + self._rng.randint(1, _INITIAL_JOIN_SPREAD_MS), _JOIN, (group, self._new_member(group)))
@@ -542,6 +601,9 @@ class Simulation:
                 for member in slot:
                     if member.alive:
                         n += 1
+                        if member.lags_until >= t:
+                            out.append(self._lag_heartbeat(member, n, t))
+                            continue
                         # The hot path: a template fill instead of json.dumps.
                         out.append(SimRecord(HEARTBEAT, member.group.group_id,
                                              f"{id_head}{n}{mid}{member.tail}".encode()))
@@ -583,6 +645,16 @@ class Simulation:
         self._now = t
         if out:
             yield self._take(max_records)
+
+    def _lag_heartbeat(self, member: _Member, n: int, t: int) -> SimRecord:
+        """A Streams member's heartbeat while it restores: every stateful task's lag, falling to 0."""
+        left = max(0, STREAMS_RESTORE_MS - (t - member.joined))
+        lag = STREAMS_RESTORE_LAG * left // STREAMS_RESTORE_MS
+        group = member.group
+        return SimRecord(HEARTBEAT, group.group_id, _dumps({
+            "schema_version": SCHEMA_VERSION, "event_id": f"{self._tag}-{n}", "event_time": t,
+            "group_id": group.group_id, "member_id": member.member_id,
+            "task_lags": {task: lag for task in group.stateful}}))
 
     def _take(self, max_records: int | None) -> list[SimRecord]:
         batch = self._out[:]

@@ -4,6 +4,7 @@ its config says (static bounces, crashes, churn rate, labelled bad records). Pur
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter, defaultdict
 
@@ -114,7 +115,18 @@ def contract_problems(kind: str, value: bytes, max_bytes: int = 1_048_576) -> li
     if kind == MEMBERSHIP and not problems:
         if event["type"] in MEMBER_EVENT_TYPES and not event.get("member_id"):
             problems.append("missing member_id")
-        if event["type"] == "workload":
+        if event["type"] == "workload" and event.get("group_type") == "streams":
+            tasks = (event.get("workload") or {}).get("tasks") or {}
+            if not tasks.get("stateful"):
+                problems.append("missing workload.tasks")
+            ids = (tasks.get("stateful") or []) + (tasks.get("stateless") or [])
+            problems += [f"task id {t}" for t in ids if not re.fullmatch(r"[0-9]+_[0-9]+", t)]
+        elif event["type"] == "workload" and event.get("group_type") == "connect":
+            connectors = (event.get("workload") or {}).get("connectors")
+            if not connectors:
+                problems.append("missing workload.connectors")
+            problems += ["connector tasks" for c in connectors or [] if c["tasks"] < 0]
+        elif event["type"] == "workload":
             topics = (event.get("workload") or {}).get("topics")
             if topics is None:
                 problems.append("missing workload.topics")
@@ -407,3 +419,65 @@ def test_the_cli_refuses_a_bad_option_before_touching_kafka(capsys):
     assert "--static-share" in capsys.readouterr().err
     assert main(["simulate", "--bootstrap-servers", "127.0.0.1:1", "--rate", "-5"]) == 2
     assert "--rate" in capsys.readouterr().err
+
+
+# --- Kafka Streams and Kafka Connect groups --------------------------------------------------------
+
+TASK_CONFIG = SimulationConfig(groups=8, members=(2, 4), topics=2, partitions=(2, 6), churn_per_minute=2,
+                               static_share=0.3, streams_share=0.25, connect_share=0.25, seed=5)
+
+
+def test_streams_and_connect_groups_meet_the_contract_and_consumer_only_runs_are_unchanged():
+    records = list(simulate(TASK_CONFIG, end_time_ms=TASK_CONFIG.start_time_ms + 5 * MINUTE))
+    assert [(r.value[:120], p) for r in records if (p := contract_problems(r.topic_kind, r.value))] == []
+    kinds = Counter(e["group_type"] for k, _, e in good_events(records) if k == MEMBERSHIP and e["type"] == "workload")
+    assert kinds == {"consumer": 4, "streams": 2, "connect": 2}
+    joins = [e for k, _, e in good_events(records) if k == MEMBERSHIP and e["type"] == "join"]
+    assert all(e["process_id"] and e["threads"] == 1 for e in joins if e["group_type"] == "streams")
+    assert all(e["worker_url"].startswith("http://") and "group_instance_id" not in e
+               for e in joins if e["group_type"] == "connect")
+    assert {e["assignor"] for e in joins if e["group_type"] == "connect"} <= {"connect-eager", "connect-incremental"}
+    lags = [e for k, _, e in good_events(records) if k == HEARTBEAT and "task_lags" in e]
+    assert lags and min(min(e["task_lags"].values()) for e in lags) == 0
+    # The new options at their defaults leave the run tag, and so every event id, as before.
+    plain = SimulationConfig(groups=8, seed=5)
+    assert plain.run_tag() != TASK_CONFIG.run_tag()
+    assert {e["group_type"] for _, _, e in good_events(simulate(plain, max_records=2_000))
+            if "group_type" in e} == {"consumer"}
+
+
+def test_simulated_streams_and_connect_groups_run_through_the_engine_without_a_refusal():
+    from streaming.group_state import EngineSettings, GroupState, advance
+
+    by_group: dict[str, list] = defaultdict(list)
+    for kind, key, e in good_events(simulate(TASK_CONFIG, end_time_ms=TASK_CONFIG.start_time_ms + 5 * MINUTE)):
+        by_group[key].append((kind, e))
+    checked = Counter()
+    for group_id, events in by_group.items():
+        membership = [e for k, e in events if k == MEMBERSHIP]
+        group_type = membership[0]["group_type"]
+        if group_type == "consumer":
+            continue
+        beats = [e for k, e in events if k == HEARTBEAT]
+        state = GroupState(group_id=group_id)
+        out, _ = advance(state, membership, [b["member_id"] for b in beats], [b["event_time"] for b in beats],
+                         EngineSettings(), clock=lambda: 0.0,
+                         progress_reports=[(b["member_id"], b["event_time"], b["task_lags"])
+                                           for b in beats if "task_lags" in b])
+        assert [o.row for o in out if o.table == "rejected_events"] == []
+        workload = membership[0]["workload"]
+        gens = defaultdict(list)
+        for o in out:
+            if o.table == "assignments":
+                gens[o.row["generation"]].append(o.row)
+        assert len(gens) >= 2
+        for generation, rows in gens.items():
+            if group_type == "streams":
+                actives = sorted(t for r in rows for t in r["active_tasks"])
+                tasks = workload["tasks"]
+                assert actives == sorted(tasks["stateful"] + tasks["stateless"]), generation
+            else:
+                held = [t for r in rows for t in r["tasks"]]
+                assert len(held) == len(set(held))  # never two workers on one task
+        checked[group_type] += 1
+    assert checked == {"streams": 2, "connect": 2}
