@@ -31,7 +31,7 @@ Pure: no Spark, no I/O; the clock only times the assignor.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from assignors.connect import assign_connect_eager, assign_connect_incremental
@@ -54,6 +54,7 @@ SCHEDULED_REBALANCE = "scheduled_rebalance"
 #: Membership fields of Streams and Connect members that the engine keeps (schemas/events.py).
 _STREAMS_MEMBER_FIELDS = ("process_id", "threads", "task_offset_sums", "client_tags")
 _CONNECT_MEMBER_FIELDS = ("worker_url", "config_offset")
+_CONFIG_KEYS = frozenset(f.name for f in fields(StreamsAssignmentConfig))
 #: The member metadata the assignors see: a change to one of these is a rebalance trigger.
 _ASSIGNOR_INPUTS = ("process_id", "threads", "client_tags")
 
@@ -102,8 +103,9 @@ def read_workload(workload: Mapping | None) -> dict | None:
         end_sums = workload.get("task_end_offset_sums")
         out["task_end_offset_sums"] = ({str(k): int(v) for k, v in as_map(end_sums).items()}
                                        if end_sums is not None else None)
+        # Only the assignor's configs (the event contract's struct has no others; a plain dict might).
         out["config"] = {k: (list(v) if k == "rack_aware_assignment_tags" else int(v))
-                         for k, v in (workload.get("config") or {}).items() if v is not None}
+                         for k, v in (workload.get("config") or {}).items() if v is not None and k in _CONFIG_KEYS}
     if connectors is not None:
         out["connectors"] = {c["name"]: int(c["tasks"]) for c in connectors}
         if workload.get("config_offset") is not None:

@@ -202,3 +202,15 @@ url = "http://127.0.0.1:9093/hook"
         parse_config(tomllib.loads("[alerts.webhook]\nurll = 'x'"))
     with pytest.raises(ConfigError, match=r"alerts\.imbalance\.max_minus_min"):
         parse_config(tomllib.loads("[alerts.imbalance]\nmax_minus_min = 'x'"))
+
+
+def test_the_streams_and_connect_rules_are_configured_like_the_others():
+    r = rules("[streams_not_caught_up]\nduration_ms = 5000\n[connect_lost_work]\ngrace_ms = 0\nseverity = \"warning\"\n"
+              "[[overrides]]\ngroups = \"etl-*\"\nstreams_not_caught_up = { enabled = false }")
+    assert r.for_group("app").streams_not_caught_up.duration_ms == 5_000
+    assert r.for_group("app").connect_lost_work.severity == "warning" and r.for_group("app").connect_lost_work.grace_ms == 0
+    assert not r.for_group("etl-1").streams_not_caught_up.enabled
+    with pytest.raises(AlertConfigError, match=r"alerts.connect_lost_work.delay_ms: unknown key"):
+        rules("[connect_lost_work]\ndelay_ms = 1")
+    with pytest.raises(AlertConfigError, match=r"alerts.streams_not_caught_up.duration_ms: expected a non-negative"):
+        rules("[streams_not_caught_up]\nduration_ms = -1")

@@ -356,3 +356,12 @@ def test_the_documented_events_use_defined_fields_and_give_a_generation():
         (row,) = rows(out, "assignments")
         assert row["member_id"] == member and row["group_type"] == events[0]["group_type"]
         assert len(row["active_tasks"] or row["tasks"]) == (6 if group_id == "orders-app" else 4)
+
+
+def test_a_new_streams_workload_forgets_the_lags_of_tasks_the_application_no_longer_has():
+    events = [streams_workload(0), streams_join(1_000, "s1", "p1")] + heartbeats(["s1"], 1_500, 12_000)
+    events += [hb_lags(3_000, "s1", {"0_0": 7, "0_3": 9}),
+               streams_workload(6_000, stateful=["0_0", "0_1"], stateless=[], eid="sw2")]
+    _, state = run_batches([in_time_order(events)])
+    assert state.task_lags == {"s1": {"0_0": 7}}
+    assert state.task_assignment == {"s1": {"active": ["0_0", "0_1"], "standby": [], "warmup": []}}
