@@ -417,7 +417,7 @@ def python_side(work: Path) -> dict:
     from pyspark.sql.types import StringType, StructField, StructType
 
     out: dict = {"deserialise": [], "client_encode": {}}
-    for width in ("narrow", "wide"):
+    for width in ("narrow", "packed", "wide"):
         for groups in (16, 100, 1000, 10_000):
             d = work / f"py-{width}-{groups}"
             write_input(d, 75_000, groups, 1, width)
@@ -551,6 +551,23 @@ def render_tables(result: dict) -> str:
                      f"| {_fmt(s.get('state_commit_ms'))} | {_fmt(s.get('state_ms_per_group'), 2)} "
                      f"| {_fmt(s.get('explicit_state_calls'))} | {_fmt(s.get('ms_per_state_call_over_a'), 3)} "
                      f"| {_fmt(s.get('events_per_s'))} |")
+    repeated: dict[tuple, dict[int, dict]] = {}
+    for r in runs:
+        if r.get("summary"):
+            repeated.setdefault((r["name"], r["jvm"]), {})[r["repeat"]] = r["summary"]
+    repeats = sorted({rep for by_rep in repeated.values() for rep in by_rep})
+    lines += ["", "### The repeated comparisons, side by side", "",
+              "Median trigger ms / state ms of the steady batches, per repeat (repeats 1 and 2: the full plan, "
+              "first and last; 3 and 4: the `extra` plan, interleaved). Load moved between repeats, so compare "
+              "runs within one column.", "",
+              "| run | jvm | " + " | ".join(f"repeat {rep}" for rep in repeats) + " |",
+              "|---|---|" + "---:|" * len(repeats)]
+    for (name, jvm), by_rep in repeated.items():
+        if len(by_rep) < 2:
+            continue
+        cells = [f"{_fmt(by_rep[rep]['trigger_ms'])} / {_fmt(by_rep[rep]['state_update_ms'])}" if rep in by_rep else ""
+                 for rep in repeats]
+        lines.append(f"| {name} | {jvm} | " + " | ".join(cells) + " |")
     lines += ["", "### Every batch", "",
               "| run | rep | batch | rows | trigger ms | addBatch ms | state ms | commit ms | state rows |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
