@@ -8,6 +8,7 @@ picture and a member keeps its row from chart to chart. Times are UTC.
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -131,10 +132,10 @@ def balance_per_rebalance(history: GroupHistory) -> Chart:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH_IN, 5.5), sharex=True)
     revocation = (g["phase"] == "revocation").to_numpy()
     colours = np.where(revocation, "#c5b0d5", "#9467bd")
-    top.bar(x, g["imbalance"].astype(int), color=colours)
+    top.bar(x, g["imbalance"].fillna(0).astype(int), color=colours)
     top.set_ylabel(f"imbalance\n(max - min {units})")
     top.set_title(f"Imbalance and moved {units} per rebalance")
-    bottom.bar(x, g["moved"].astype(int), color=np.where(revocation, "#ffbb78", "#ff7f0e"), label=f"moved {units}")
+    bottom.bar(x, g["moved"].fillna(0).astype(int), color=np.where(revocation, "#ffbb78", "#ff7f0e"), label=f"moved {units}")
     if (g["unassigned"].fillna(0) > 0).any():
         bottom.step(x, g["unassigned"].fillna(0).astype(int), where="mid", color="#d62728", label="unassigned")
     bottom.set_ylabel(f"moved {units}")
@@ -245,21 +246,29 @@ def rebalance_timeline(history: GroupHistory) -> Chart:
                  _png(fig))
 
 
+def _natural(text: str) -> tuple:
+    """Sort key that puts t0-2 before t0-10 and 0_2 before 0_10."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
 def unit_placement(history: GroupHistory) -> Chart:
     units, unit = history.units, history.unit
-    placements = history.placements if history.placements is not None else pd.DataFrame()
+    placements = history.placements if history.placements is not None else pd.DataFrame(
+        columns=["generation", "member_id", "unit_id", "kind"])
     generations = [int(x) for x in history.generations["generation"]]
     members = member_order(history)
     colour_of = {m: i for i, m in enumerate(members)}
-    labels = sorted({(t, int(p)) for t, p in zip(placements.get("topic", []), placements.get("partition", []))})
+    kinds = list(dict.fromkeys(kind for _, kind in history.unit_columns.placed))
+    labels = sorted({(kind, unit_id) for kind, unit_id in zip(placements["kind"], placements["unit_id"])},
+                    key=lambda ku: (kinds.index(ku[0]) if ku[0] in kinds else len(kinds), _natural(ku[1])))
     cut = len(labels) > PLACEMENT_MAX_UNITS
     labels = labels[:PLACEMENT_MAX_UNITS]
     row_of = {u: i for i, u in enumerate(labels)}
     col_of = {gen: j for j, gen in enumerate(generations)}
     matrix = np.full((max(1, len(labels)), len(generations)), np.nan)
     for row in placements.itertuples(index=False):
-        i, j = row_of.get((row.topic, int(row.partition))), col_of.get(int(row.generation))
-        if i is not None and j is not None:
+        i, j = row_of.get((row.kind, row.unit_id)), col_of.get(int(row.generation))
+        if i is not None and j is not None and row.member_id in colour_of:
             matrix[i, j] = colour_of[row.member_id]
     # tab10's ten clearly different colours first; tab20 (pairs of shades) only for more members.
     palette = plt.get_cmap("tab10" if len(members) <= 10 else "tab20").colors
@@ -267,15 +276,18 @@ def unit_placement(history: GroupHistory) -> Chart:
     height = min(30.0, max(2.5, 0.25 * len(labels) + 1.8))
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
     ax.imshow(np.ma.masked_invalid(matrix), aspect="auto", cmap=cmap, interpolation="nearest",
-              vmin=-0.5, vmax=len(members) - 0.5)
+              vmin=-0.5, vmax=max(1, len(members)) - 0.5)
     ax.set_facecolor("#f0f0f0")
     ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels([f"{t}-{p}" for t, p in labels], fontsize=8 if len(labels) < 40 else 5)
+    several_kinds = len(kinds) > 1
+    ax.set_yticklabels([f"{u} ({k})" if several_kinds else u for k, u in labels],
+                       fontsize=8 if len(labels) < 40 else 5)
     _generation_axis(ax, generations)
     legend = [Patch(color=cmap(colour_of[m]), label=_short(m)) for m in members[:30]]
     ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="member")
     more = f" (first {PLACEMENT_MAX_UNITS})" if cut else ""
-    ax.set_title(f"{unit.capitalize()} placement per member across generations{more} (grey: unassigned)")
+    what = " and ".join(f"{k}s" for k in kinds)
+    ax.set_title(f"{unit.capitalize()} placement per member across generations{more} (grey: not assigned)")
     return Chart("placement.png", f"{unit.capitalize()} placement per member",
-                 f"Which member holds each of the group's {units} after each generation (one colour per "
+                 f"Which member holds each of the group's {what} after each generation (one colour per "
                  f"member; grey: nobody).", _png(fig))

@@ -17,10 +17,28 @@ from schemas.tables import ALERTS, ASSIGNMENTS, BALANCE_METRICS, MEMBER_EVENTS
 from ..config import OutputConfig
 from .window import TimeWindow
 
-#: What a group's units are called: Streams and Connect groups carry their tasks and connectors
-#: in the same ``partitions`` column as a consumer group's partitions.
-UNITS = {"consumer": ("partition", "partitions"), "streams": ("task", "tasks"),
-         "connect": ("connector/task", "connectors/tasks")}
+
+@dataclass(frozen=True)
+class UnitColumns:
+    """What a group's members hold, and where ``assignments`` keeps it.
+
+    ``count`` is what the per-member charts count, the same unit ``balance_metrics`` measures
+    imbalance and moves in (Kafka Streams: active tasks; Kafka Connect: connector tasks).
+    ``placed`` are the (column, kind) arrays the placement chart draws.
+    """
+
+    singular: str
+    plural: str
+    count: str
+    placed: tuple[tuple[str, str], ...]
+
+
+CONSUMER_UNITS = UnitColumns("partition", "partitions", "partitions", (("partitions", "partition"),))
+UNITS = {
+    "consumer": CONSUMER_UNITS,
+    "streams": UnitColumns("active task", "active tasks", "active_tasks", (("active_tasks", "active"),)),
+    "connect": UnitColumns("task", "tasks", "tasks", (("connectors", "connector"), ("tasks", "task"))),
+}
 #: Group types whose report also shows where each unit is placed, generation by generation.
 PLACEMENT_GROUP_TYPES = ("streams", "connect")
 #: The round that completes a cooperative rebalance: a generation, but not a new rebalance.
@@ -42,12 +60,13 @@ class GroupHistory:
     generations: pd.DataFrame
     #: One row per (generation, member): ``units`` held after that generation.
     holdings: pd.DataFrame
-    #: One row per (generation, member, topic, partition); only for Streams and Connect groups.
+    #: One row per (generation, member, unit_id, kind); only for Streams and Connect groups.
     placements: pd.DataFrame | None
     #: member_events of the group (joins, leaves, expiries, ...), by time.
     member_events: pd.DataFrame
     #: Alert episodes of the group (one row each), or None when the output root has no alerts table.
     alerts: pd.DataFrame | None
+    unit_columns: UnitColumns = CONSUMER_UNITS
 
     @property
     def latest(self) -> pd.Series:
@@ -59,12 +78,18 @@ class GroupHistory:
 
     @property
     def unit(self) -> str:
-        """What one unit of the group is called (partition, task, ...)."""
-        return UNITS.get(self.group_type, UNITS["consumer"])[0]
+        """What one unit of the group is called (partition, active task, task)."""
+        return self.unit_columns.singular
 
     @property
     def units(self) -> str:
-        return UNITS.get(self.group_type, UNITS["consumer"])[1]
+        return self.unit_columns.plural
+
+    @property
+    def units_now(self) -> int:
+        """Units held after the latest generation (from the assignments, as the charts count them)."""
+        latest = self.holdings[self.holdings["generation"] == self.latest["generation"]]
+        return int(latest["units"].sum())
 
     @property
     def rebalance_count(self) -> int:
@@ -80,14 +105,16 @@ SELECT group_id, generation, event_time_ms AS event_time, trigger, trigger_membe
 FROM rebalance_history
 """
 
-_HOLDINGS_SQL = f"""
-SELECT group_id, event_time, generation, member_id, group_instance_id, size(partitions) AS units
-FROM {ASSIGNMENTS}
+_HOLDINGS_SQL = """
+SELECT group_id, event_time, generation, member_id, group_instance_id,
+       CASE WHEN {column} IS NULL THEN 0 ELSE size({column}) END AS units
+FROM {table}
 """
 
-_PLACEMENTS_SQL = f"""
-SELECT group_id, event_time, generation, member_id, tp.topic AS topic, tp.partition AS partition
-FROM {ASSIGNMENTS} LATERAL VIEW explode(partitions) exploded AS tp
+#: One exploded array of assignments as (unit_id, kind) rows; partitions get Kafka's spelling t0-3.
+_PLACEMENTS_SQL = """
+SELECT group_id, event_time, generation, member_id, {unit_id} AS unit_id, '{kind}' AS kind
+FROM {table} LATERAL VIEW explode({column}) exploded AS unit
 """
 
 _MEMBER_EVENTS_SQL = f"""
@@ -101,9 +128,15 @@ ALERT_COLUMNS = ("alert_id", "rule", "subject", "severity", "status", "value", "
                  "fired_at", "resolved_at", "generation", "summary")
 
 
+def unit_columns(group_type: str, assignment_columns: list[str]) -> UnitColumns:
+    """The group type's units, or partitions when the table predates the Streams/Connect columns."""
+    units = UNITS.get(group_type, CONSUMER_UNITS)
+    needed = [units.count] + [column for column, _ in units.placed]
+    return units if all(c in assignment_columns for c in needed) else CONSUMER_UNITS
+
+
 def load_group_history(spark, output: OutputConfig, group_id: str, window: TimeWindow) -> GroupHistory:
     """Read the group's history; the tables and views must be registered (streaming.views)."""
-
     from pyspark.sql import functions as F
 
     def frame(sql: str, *order: str) -> pd.DataFrame:
@@ -113,18 +146,28 @@ def load_group_history(spark, output: OutputConfig, group_id: str, window: TimeW
     generations = frame(_GENERATIONS_SQL, "generation")
     if generations.empty:
         raise NoGroupHistoryError(_no_history_message(spark, output, group_id, window))
-    holdings = frame(_HOLDINGS_SQL, "generation", "member_id").drop(columns="event_time")
     group_type = str(generations.iloc[-1]["group_type"] or "consumer")
-    placements = frame(_PLACEMENTS_SQL, "generation", "topic", "partition").drop(columns="event_time") if group_type in PLACEMENT_GROUP_TYPES else None
-    return GroupHistory(group_id=group_id, window=window, root=output.table_path(""), generations=generations,
-                        holdings=holdings, placements=placements, member_events=frame(_MEMBER_EVENTS_SQL, "event_time", "member_id", "event"),
-                        alerts=_load_alerts(spark, output, group_id, window))
+    units = unit_columns(group_type, spark.table(ASSIGNMENTS).columns)
+    holdings = frame(_HOLDINGS_SQL.format(column=units.count, table=ASSIGNMENTS), "generation", "member_id")
+    placements = None
+    if group_type in PLACEMENT_GROUP_TYPES:  # one row per unit and generation: only where it is drawn
+        placements = pd.concat([
+            frame(_PLACEMENTS_SQL.format(
+                table=ASSIGNMENTS, column=column, kind=kind,
+                unit_id="concat(unit.topic, '-', unit.partition)" if column == "partitions" else "unit"),
+                "generation", "unit_id") for column, kind in units.placed], ignore_index=True)
+        placements = placements.drop(columns="event_time")
+    return GroupHistory(
+        group_id=group_id, window=window, root=output.table_path(""), generations=generations,
+        holdings=holdings.drop(columns="event_time"), placements=placements,
+        member_events=frame(_MEMBER_EVENTS_SQL, "event_time", "member_id", "event"),
+        alerts=_load_alerts(spark, output, group_id, window), unit_columns=units)
 
 
 def _no_history_message(spark, output: OutputConfig, group_id: str, window: TimeWindow) -> str:
-    tables = f"{BALANCE_METRICS}, {ASSIGNMENTS} and {MEMBER_EVENTS} under {output.table_path('')}"
     from pyspark.sql import functions as F
 
+    tables = f"{BALANCE_METRICS}, {ASSIGNMENTS} and {MEMBER_EVENTS} under {output.table_path('')}"
     total = spark.table(BALANCE_METRICS).where(F.col("group_id") == F.lit(group_id)).count()
     if total:
         return (f"group {group_id!r} has {total} generation(s) in {tables}, "

@@ -47,6 +47,11 @@ def _table(headers: list[str], rows: list[list], empty: str) -> str:
     return f"<table>\n<tr>{head}</tr>\n{body}\n</table>{more}"
 
 
+def _whole(value) -> int | None:
+    """An integer column as int, or None where the job left it null (not every group type fills it)."""
+    return None if value is None or pd.isna(value) else int(value)
+
+
 def _distinct_in_order(values) -> str:
     seen = [v for v in dict.fromkeys(values) if isinstance(v, str)]
     return " → ".join(seen) if seen else "-"
@@ -72,10 +77,10 @@ def summary_rows(history: GroupHistory) -> list[tuple[str, object]]:
         ("latest generation", f"{int(latest['generation'])} at {format_utc(int(latest['event_time']))}"),
         ("generations", len(g)),
         ("rebalances", history.rebalance_count),
-        ("members now", int(latest["members"])),
-        (f"{history.units} now", int(latest["partitions"])),
-        (f"{history.units} moved", int(g["moved"].sum())),
-        ("largest imbalance", int(g["imbalance"].max())),
+        ("members now", _whole(latest["members"])),
+        (f"{history.units} now", history.units_now),
+        (f"{history.units} moved", int(g["moved"].fillna(0).sum())),
+        ("largest imbalance", _whole(g["imbalance"].max())),
         ("members joined", int(counts.get("joined", 0) + counts.get("rejoined", 0) + counts.get("static_rejoin", 0))),
         ("members left", int(counts.get("left", 0))),
         ("members expired", int(counts.get("expired", 0))),
@@ -86,8 +91,10 @@ def summary_rows(history: GroupHistory) -> list[tuple[str, object]]:
 def _generations_table(history: GroupHistory) -> str:
     headers = ["generation", "time (UTC)", "trigger", "trigger member", "phase", "assignor", "members",
                history.units, "moved", "imbalance", "unassigned"]
+    held = history.holdings.groupby("generation")["units"].sum()
     rows = [[int(r.generation), format_utc(int(r.event_time)), r.trigger, r.trigger_member, r.phase, r.assignor,
-             int(r.members), int(r.partitions), int(r.moved), int(r.imbalance), int(r.unassigned)]
+             _whole(r.members), int(held.get(r.generation, 0)), _whole(r.moved), _whole(r.imbalance),
+             _whole(r.unassigned)]
             for r in history.generations.itertuples(index=False)]
     return _table(headers, rows, "No generations.")
 
