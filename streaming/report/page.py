@@ -26,7 +26,6 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-al
 th { background: #f5f5f5; } td.num { text-align: right; }
 img { max-width: 100%; border: 1px solid #eee; }
 .caption, .note { color: #555; font-size: 0.9em; }
-.firing { color: #b00; font-weight: bold; }
 """
 
 
@@ -37,14 +36,14 @@ def _cell(value) -> str:
     return f'<td class="num">{escape(str(value))}</td>' if numeric else f"<td>{escape(str(value))}</td>"
 
 
-def _table(headers: list[str], rows: list[list], empty: str) -> str:
+def _table(headers: list[str] | None, rows: list[list], empty: str) -> str:
     if not rows:
         return f'<p class="note">{escape(empty)}</p>'
     shown = rows[:TABLE_MAX_ROWS]
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr>\n" if headers else ""
     body = "\n".join("<tr>" + "".join(_cell(v) for v in r) + "</tr>" for r in shown)
     more = (f'<p class="note">First {TABLE_MAX_ROWS} of {len(rows)} rows.</p>' if len(rows) > TABLE_MAX_ROWS else "")
-    return f"<table>\n<tr>{head}</tr>\n{body}\n</table>{more}"
+    return f"<table>\n{head}{body}\n</table>{more}"
 
 
 def _whole(value) -> int | None:
@@ -109,7 +108,7 @@ def _member_events_table(history: GroupHistory) -> str:
 
 def _alerts_section(history: GroupHistory) -> str:
     if history.alerts is None:
-        return '<p class="note">The output root has no <code>alerts</code> table (the job writes it when alerting is on).</p>'
+        return '<p class="note">The output root has no <code>alerts</code> table (written by a job from before alerting).</p>'
     rows = []
     for r in history.alerts.itertuples(index=False):
         fired = None if pd.isna(r.fired_at) else format_utc(int(r.fired_at))
@@ -130,7 +129,7 @@ def _chart_section(chart: Chart) -> str:
 
 
 def render_page(history: GroupHistory, charts: list[Chart]) -> str:
-    summary = _table(["", ""], [list(row) for row in summary_rows(history)], "")
+    summary = _table(None, [list(row) for row in summary_rows(history)], "")
     group = escape(history.group_id)
     sections = "\n".join(_chart_section(c) for c in charts)
     return f"""<!DOCTYPE html>
