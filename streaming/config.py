@@ -85,6 +85,13 @@ class JobConfig:
     #: A group whose members all stopped heartbeating is moved on by the stream's time once that
     #: is this far past the group's own time (wider than the skew between Kafka partitions).
     idle_group_grace_ms: int = 30_000
+    #: Groups are spread over this many keys of Spark's stateful operator (each key costs Spark a
+    #: fixed amount per batch). Part of the checkpoint: changing it needs a new checkpoint.
+    state_buckets: int = 32
+
+    def __post_init__(self) -> None:
+        if self.state_buckets < 1:
+            raise ConfigError(f"job.state_buckets: must be at least 1, got {self.state_buckets}")
 
     def engine_settings(self):
         from .group_state import EngineSettings

@@ -59,7 +59,9 @@ def build_history(spark, config: Config):
              .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reject_reason").isNull(),
                                             F.timestamp_millis(F.col("event_time"))))
              .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
-    return keyed.groupBy("group_key").transformWithStateInPandas(
+    # Keyed by state bucket, not by group: Spark's per-key cost dominates otherwise (see processor.py).
+    bucketed = keyed.withColumn("state_bucket", F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)))
+    return bucketed.groupBy("state_bucket").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
 

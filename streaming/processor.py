@@ -1,17 +1,23 @@
 """The Spark side of the per-group engine: a transformWithStateInPandas processor.
 
-One state per group (a single value: the engine's state as compressed bytes) and one event-time
-timer per group. Every call into the state store is a round trip between the Python worker and the
-JVM, and those round trips, not our Python, dominate the cost of a group, so a group with events
-costs one read and one write per micro-batch however many heartbeats it had, and its timer is
-touched only when it must move earlier. The processor emits rows of the form
-``(table, group_id, payload JSON)``; the sink splits them into the Delta tables.
+Spark's operator pays a fixed cost for every grouping key in a batch (measured at about 8 ms per key
+on 2 cores, bench/tws_probe.py), far more than our Python spends on a group. So the operator is
+keyed by a *state bucket* (a hash of the group id, ``job.state_buckets`` of them), and each bucket
+holds its groups' states in a MapState (group id -> the engine's state as compressed bytes): a group
+with events costs one read and one write per micro-batch however many heartbeats it had, and a batch
+costs one key per bucket, not per group.
+
+Each bucket keeps one event-time timer, at the earliest deadline of its groups, and a small index of
+those deadlines (group id -> deadline) so that a firing timer knows which groups are due without
+reading every group's state. The processor emits rows of the form ``(table, group_id, payload
+JSON)``; the sink splits them into the Delta tables.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import zlib
 from typing import Any, Iterator
 
 import numpy as np
@@ -32,7 +38,8 @@ OUTPUT_SCHEMA = StructType([
     StructField("payload", StringType(), False),
 ])
 STATS_TABLE = "_stats"
-_STATE_SCHEMA = StructType([StructField("blob", BinaryType(), False)])
+_BLOB_SCHEMA = StructType([StructField("blob", BinaryType(), False)])
+_GROUP_KEY_SCHEMA = StructType([StructField("group_id", StringType(), False)])
 _REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
                         "raw_value", "event_time", "kafka_timestamp")
 _MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
@@ -79,33 +86,61 @@ class GroupProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:  # also runs on the driver: no side effects
         self.handle = handle
-        self.group = handle.getValueState("group", _STATE_SCHEMA)
+        self.groups = handle.getMapState("groups", _GROUP_KEY_SCHEMA, _BLOB_SCHEMA)
+        self.deadlines = handle.getValueState("deadlines", _BLOB_SCHEMA)
+
+    # -- state ----------------------------------------------------------------------------------
 
     def _load(self, group_id: str) -> GroupState:
-        stored = self.group.get()  # None when the group is new: no separate exists() round trip
+        stored = self.groups.getValue((group_id,))  # None for a new group: no containsKey round trip
         return decode_state(bytes(stored[0])) if stored is not None else GroupState(group_id=group_id)
 
-    def _save_and_reschedule(self, state: GroupState) -> None:
-        """Persist the state, keeping the timer at or before the group's earliest deadline.
+    def _save(self, state: GroupState, index: "_DeadlineIndex") -> None:
+        self.groups.updateValue((state.group_id,), (encode_state(state),))
+        index.set(state.group_id, next_deadline(state, self.settings))
 
-        A timer that fires early is harmless (the handler re-arms it), so an existing one stays
-        unless the deadline moved before it: an active group, whose deadlines move on with every
-        heartbeat, then needs no timer calls at all in most batches.
+    def _load_index(self) -> "_DeadlineIndex":
+        stored = self.deadlines.get()
+        return _DeadlineIndex(*decode_deadlines(bytes(stored[0]))) if stored is not None else _DeadlineIndex({}, None)
+
+    def _save_index(self, index: "_DeadlineIndex") -> None:
+        """Persist the index and keep the bucket's timer at or before its earliest deadline.
+
+        A timer that fires early is harmless (the handler re-arms it), so an existing one stays unless
+        the earliest deadline moved before it: active groups, whose deadlines move on with every
+        heartbeat, then need no timer calls at all in most batches.
         """
-        wanted = next_deadline(state, self.settings)
-        if wanted is not None and (state.timer_at is None or wanted < state.timer_at):
-            if state.timer_at is not None:
-                self.handle.deleteTimer(state.timer_at)
+        if not index.changed:
+            return
+        wanted = index.earliest()
+        if wanted is not None and (index.timer_at is None or wanted < index.timer_at):
+            if index.timer_at is not None:
+                self.handle.deleteTimer(index.timer_at)
             self.handle.registerTimer(wanted)
-            state.timer_at = wanted
-        self.group.update((encode_state(state),))
+            index.timer_at = wanted
+        self.deadlines.update((encode_deadlines(index.by_group, index.timer_at),))
+
+    # -- Spark's callbacks ----------------------------------------------------------------------
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        group_id = key[0]
         frames = list(rows)
         batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        watermark = timerValues.getCurrentWatermarkInMs()
         out: list[tuple[str, str | None, str]] = []
+        index = self._load_index()
+        # One slice per group, in a stable order (the bucket's rows arrive in no particular order).
+        group_keys = batch["group_key"].to_numpy(dtype=object)
+        order = np.argsort(group_keys, kind="stable")
+        keys_sorted = group_keys[order]
+        bounds = np.flatnonzero(keys_sorted[1:] != keys_sorted[:-1]) + 1
+        for part in np.split(order, bounds):
+            group = batch.iloc[part]
+            out.extend(self._group_rows(str(group_keys[part[0]]), group.reset_index(drop=True), watermark, index))
+        self._save_index(index)
+        yield pd.DataFrame(out, columns=["table", "group_id", "payload"])
 
+    def _group_rows(self, group_id: str, batch: pd.DataFrame, watermark: int, index: "_DeadlineIndex") -> list:
+        out: list[tuple[str, str | None, str]] = []
         # Column arrays and masks instead of DataFrame filtering: heartbeats, the bulk, never
         # become Python dicts.
         refused = batch["reject_reason"].notna().to_numpy()
@@ -127,24 +162,28 @@ class GroupProcessor(StatefulProcessor):
             outputs, batch_stats = advance(
                 state, events, batch["member_id"].to_numpy(dtype=object)[is_heartbeat],
                 batch["event_time"].to_numpy()[is_heartbeat].astype(np.int64), self.settings,
-                watermark_ms=timerValues.getCurrentWatermarkInMs())
-            self._save_and_reschedule(state)
+                watermark_ms=watermark, progress_reports=_lag_reports(batch, is_heartbeat))
+            self._save(state, index)
             out.extend(self._rows(group_id, outputs))
             stats.update(membership_accepted=batch_stats.membership_accepted,
                          heartbeats_accepted=batch_stats.heartbeats_accepted, late=batch_stats.late,
                          unknown_member_heartbeats=batch_stats.unknown_member_heartbeats)
             stats["rejected"] += batch_stats.rejected
         out.append((STATS_TABLE, group_id, json.dumps(stats)))
-        yield pd.DataFrame(out, columns=["table", "group_id", "payload"])
+        return out
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-        group_id = key[0]
-        state = self._load(group_id)
-        state.timer_at = None  # Spark deletes a timer once it has fired
-        outputs, batch_stats = advance(state, [], [], [], self.settings,
-                                       watermark_ms=timerValues.getCurrentWatermarkInMs())
-        self._save_and_reschedule(state)
-        rows = self._rows(group_id, outputs)
+        watermark = timerValues.getCurrentWatermarkInMs()
+        index = self._load_index()
+        index.timer_at = None  # Spark deletes a timer once it has fired
+        index.changed = True
+        rows = []
+        for group_id in index.due(watermark):
+            state = self._load(group_id)
+            outputs, _ = advance(state, [], [], [], self.settings, watermark_ms=watermark)
+            self._save(state, index)
+            rows.extend(self._rows(group_id, outputs))
+        self._save_index(index)
         if rows:
             yield pd.DataFrame(rows, columns=["table", "group_id", "payload"])
 
@@ -154,3 +193,58 @@ class GroupProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+def _lag_reports(batch: pd.DataFrame, is_heartbeat: np.ndarray) -> list[tuple[str, int, dict[str, int]]]:
+    """Kafka Streams heartbeats' task lags, every report with its time (the engine applies them in
+    event time, so the lags a rebalance sees do not depend on batch boundaries)."""
+    if "task_lags" not in batch.columns:
+        return []
+    lags = batch["task_lags"].to_numpy(dtype=object)
+    rows = [i for i in np.flatnonzero(is_heartbeat) if lags[i] is not None and not _is_nan(lags[i])]
+    if not rows:
+        return []
+    members = batch["member_id"].to_numpy(dtype=object)
+    times = batch["event_time"].to_numpy()
+    # Arrow hands a map column over as a dict or as a list of (key, value) pairs.
+    return [(str(members[i]), int(times[i]),
+             {str(k): int(v) for k, v in (lags[i].items() if isinstance(lags[i], dict) else lags[i])})
+            for i in rows]
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+class _DeadlineIndex:
+    """A bucket's groups' next deadlines, and the bucket's registered timer."""
+
+    def __init__(self, by_group: dict[str, int], timer_at: int | None):
+        self.by_group = by_group
+        self.timer_at = timer_at
+        self.changed = False
+
+    def set(self, group_id: str, deadline: int | None) -> None:
+        if self.by_group.get(group_id) == deadline:
+            return
+        self.changed = True
+        if deadline is None:
+            self.by_group.pop(group_id, None)
+        else:
+            self.by_group[group_id] = deadline
+
+    def earliest(self) -> int | None:
+        return min(self.by_group.values()) if self.by_group else None
+
+    def due(self, watermark: int) -> list[str]:
+        """Groups whose deadline the watermark has reached, in a stable order."""
+        return sorted(g for g, d in self.by_group.items() if d <= watermark)
+
+
+def encode_deadlines(by_group: dict[str, int], timer_at: int | None) -> bytes:
+    return zlib.compress(json.dumps({"deadlines": by_group, "timer_at": timer_at}, separators=(",", ":")).encode(), 1)
+
+
+def decode_deadlines(blob: bytes) -> tuple[dict[str, int], int | None]:
+    data = json.loads(zlib.decompress(blob))
+    return data["deadlines"], data["timer_at"]

@@ -26,8 +26,11 @@ _STATS_COLUMNS = ("records", "membership_accepted", "heartbeats_accepted", "late
 
 
 def append_idempotent(df: DataFrame, path: str, app_id: str, batch_id: int) -> None:
+    # mergeSchema: a release that adds columns to a table keeps appending to the tables of the
+    # previous one (old rows read the new columns as null).
     (df.write.format("delta").mode("append")
        .option("txnAppId", app_id).option("txnVersion", batch_id)
+       .option("mergeSchema", "true")
        .save(path))
 
 

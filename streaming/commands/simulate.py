@@ -55,6 +55,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"share of cooperative-sticky groups; the rest are eager (default {_DEFAULTS.cooperative_share})")
     add("--crash-share", type=float, default=_DEFAULTS.crash_share,
         help="share of groups whose departing members crash instead of leaving (default 0)")
+    add("--streams-share", type=float, default=_DEFAULTS.streams_share,
+        help="share of groups that are Kafka Streams applications (task lags in heartbeats; default 0)")
+    add("--connect-share", type=float, default=_DEFAULTS.connect_share,
+        help="share of groups that are Kafka Connect clusters (connectors and tasks; default 0)")
     add("--bad-share", type=float, default=_DEFAULTS.bad_share,
         help="share of deliberately invalid records, for the rejected-events path (default 0)")
     add("--oversized-bytes", type=int, default=_DEFAULTS.oversized_bytes,
@@ -110,7 +114,7 @@ def _config_from(args: argparse.Namespace) -> SimulationConfig:
         churn_per_minute=args.churn_per_minute, heartbeat_interval_ms=args.heartbeat_interval_ms,
         session_timeout_ms=args.session_timeout_ms, static_share=args.static_share,
         cooperative_share=args.cooperative_share, crash_share=args.crash_share, bad_share=args.bad_share,
-        oversized_bytes=args.oversized_bytes, start_time_ms=start, seed=args.seed)
+        streams_share=args.streams_share, connect_share=args.connect_share, oversized_bytes=args.oversized_bytes, start_time_ms=start, seed=args.seed)
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
