@@ -28,6 +28,9 @@ Processor variants (all emit nothing, so the output path costs nothing):
   state calls per bucket;
 * ``f3`` buckets, MapState read once per bucket with ``iterator()`` (batched), then one
   updateValue per group;
+* ``h``  the older ``applyInPandasWithState``: one state (n, blob) per group and an event-time
+  timeout moved every batch (the state travels inside the Arrow stream, no state server);
+* ``hf`` ``h`` under the bucket key, one pickled dict per bucket;
 * ``s0`` no operator: the same source + watermark + ``repartition(key)``: the shuffle alone;
 * ``s1`` ``s0`` + ``mapInPandas`` counting rows: shuffle + Arrow to Python and back, no state.
 
@@ -86,9 +89,9 @@ UDS = "spark.python.unix.domain.socket.enabled"
 
 #: Explicit state calls per key in a steady batch (the framework adds one set_implicit_key per key).
 #: For the bucket variants "per key" is per bucket and the per-group part is in CALLS_PER_GROUP.
-CALLS_PER_KEY = {"a": 0, "af": 0, "b": 2, "c": 4, "d": 3, "e": 2, "f1": 0, "f2": 2, "f3": 1}
+CALLS_PER_KEY = {"a": 0, "af": 0, "h": 0, "hf": 0, "b": 2, "c": 4, "d": 3, "e": 2, "f1": 0, "f2": 2, "f3": 1}
 CALLS_PER_GROUP = {"f1": 2, "f3": 1}
-BUCKETED = ("af", "f1", "f2", "f3")
+BUCKETED = ("af", "f1", "f2", "f3", "hf")
 
 
 # -- the processors ---------------------------------------------------------------------------------
@@ -234,6 +237,28 @@ PROCESSORS = {"a": NoState, "af": NoState, "b": ValueGetUpdate, "c": ValueAndMov
               "e": RowValueGetUpdate, "f1": BucketMapState, "f2": BucketBlob, "f3": BucketMapStateBulkRead}
 
 
+def apply_with_state_per_group(key, pdfs, state):
+    """(h) applyInPandasWithState: the state (n, blob) and the timeout travel inside the Arrow stream."""
+    n = sum(len(pdf) for pdf in pdfs)
+    old = state.get if state.exists else None
+    state.update(((old[0] if old else 0) + n, BLOB))
+    state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + TIMER_AHEAD_MS)
+    return iter([])
+
+
+def apply_with_state_per_bucket(key, pdfs, state):
+    """(hf) applyInPandasWithState under the bucket key: one pickled dict of the bucket's groups."""
+    frames = list(pdfs)
+    batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    groups = pickle.loads(state.get[0]) if state.exists else {}
+    for group_id, n in batch["group_id"].value_counts(sort=False).items():
+        old = groups.get(group_id)
+        groups[group_id] = ((old[0] if old else 0) + int(n), BLOB)
+    state.update((pickle.dumps(groups, protocol=pickle.HIGHEST_PROTOCOL),))
+    state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + TIMER_AHEAD_MS)
+    return iter([])
+
+
 def _count_rows(frames):
     total = 0
     for pdf in frames:
@@ -325,6 +350,13 @@ def build_query(spark, variant: str, source_dir: Path, width: str, checkpoint: P
         out = df.repartition("key")
     elif variant == "s1":
         out = df.repartition("key").mapInPandas(_count_rows, OUTPUT_DDL)
+    elif variant in ("h", "hf"):
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        func, state_ddl = ((apply_with_state_per_group, "n LONG, blob BINARY") if variant == "h"
+                           else (apply_with_state_per_bucket, "blob BINARY"))
+        out = df.groupBy("key").applyInPandasWithState(
+            func, OUTPUT_DDL, state_ddl, "Append", GroupStateTimeout.EventTimeTimeout)
     elif variant == "e":
         out = df.groupBy("key").transformWithState(
             statefulProcessor=RowValueGetUpdate(), outputStructType=OUTPUT_DDL, outputMode="Append",
@@ -486,6 +518,30 @@ def plan(kind: str) -> list[dict]:
                      spec("af-G1000-packed", "af", width="packed", repeat=r),
                      spec("f2-G1000-packed", "f2", width="packed", repeat=r),
                      spec("f2-G1000-packed-R300k", "f2", width="packed", rows=300_000, batches=3, repeat=r)]
+        return runs
+    if kind == "extra2":
+        # Added after "extra": the older applyInPandasWithState, whose serializer slices the
+        # Arrow batch by key ranges and carries the state in-band (no state-server round trips).
+        runs = []
+        for r in (5, 6):
+            runs += [spec("b-G1000-packed", "b", width="packed", repeat=r),
+                     spec("h-G1000-packed", "h", width="packed", repeat=r),
+                     spec("f2-G1000-packed", "f2", width="packed", repeat=r),
+                     spec("hf-G1000-packed", "hf", width="packed", repeat=r),
+                     spec("h-G1000-wide", "h", width="wide", batches=3, repeat=r)]
+        runs += [spec("h-G10000", "h", groups=10_000, batches=3, repeat=5),
+                 spec("hf-G1000-packed-R300k", "hf", width="packed", rows=300_000, batches=3, repeat=5)]
+        return runs
+    if kind == "extra3":
+        # The recommended shape (hf) against b and f2 once more, at 1,000 and 10,000 groups and R=300k.
+        runs = []
+        for r in (7, 8):
+            runs += [spec("hf-G1000-packed", "hf", width="packed", repeat=r),
+                     spec("b-G1000-packed", "b", width="packed", repeat=r),
+                     spec("f2-G1000-packed", "f2", width="packed", repeat=r),
+                     spec("hf-G1000-packed-R300k", "hf", width="packed", rows=300_000, batches=3, repeat=r),
+                     spec("hf-G10000-packed", "hf", width="packed", groups=10_000, batches=3, repeat=r),
+                     spec("hf-G1000-wide", "hf", width="wide", batches=3, repeat=r)]
         return runs
     if kind == "quick":
         return [spec("a-G1000", "a", batches=3), spec("b-G1000", "b", batches=3),
@@ -655,7 +711,7 @@ def run_plan(runs: list[dict], jvm: str, work: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plan", choices=("full", "quick", "extra"), default="full")
+    parser.add_argument("--plan", choices=("full", "quick", "extra", "extra2", "extra3"), default="full")
     parser.add_argument("--append", action="store_true",
                         help="merge these runs into the existing JSON (same name, repeat and JVM replaced)")
     parser.add_argument("--python-side", action="store_true",
