@@ -2,12 +2,19 @@
 
 Not a test: it measures, and nothing here asserts a time. Usage::
 
-    .venv/bin/python bench/tws_probe.py [--plan full|quick] [--only NAME,...] [--render-only]
+    .venv/bin/python bench/tws_probe.py [--plan full|quick] [--only NAME,...]   # writes a new JSON
+    .venv/bin/python bench/tws_probe.py --plan extra|extra2|extra3 --append      # adds runs to it
+    .venv/bin/python bench/tws_probe.py --python-side     # the worker's deserialiser, no JVM
+    .venv/bin/python bench/tws_probe.py --render-only     # re-render the Markdown tables
+
+The results committed came from ``full``, then ``extra``, ``extra2``, ``extra3`` (each added
+after reading the previous one) and ``--python-side``.
 
 Input is pre-written Parquet files (one file = one micro-batch, ``maxFilesPerTrigger=1``) of R
 heartbeat-like rows over G groups, with event times that move 60 s per batch; the query is what
 the job builds around its processor: a watermark on the event time, ``groupBy(key)``, a
-transformWithState operator in EventTime mode, here followed by the ``noop`` sink so that only the
+transformWithState operator in EventTime mode (or applyInPandasWithState with an event-time
+timeout), here followed by the ``noop`` sink so that only the
 shuffle and the operator are timed. Each run is one query with its own checkpoint, trigger
 ``availableNow``; batch 0 (Python worker start, state store creation, first planning) is left out
 of every figure. Per batch we keep the query progress: trigger and addBatch ms, and the state
@@ -34,8 +41,9 @@ Processor variants (all emit nothing, so the output path costs nothing):
 * ``s0`` no operator: the same source + watermark + ``repartition(key)``: the shuffle alone;
 * ``s1`` ``s0`` + ``mapInPandas`` counting rows: shuffle + Arrow to Python and back, no state.
 
-Settings varied: G, R, the input width (``narrow``: 5 columns; ``wide``: the job's 27 parsed
-columns, mostly null for heartbeats, with a 160-byte ``raw_value``),
+Settings varied: G, R, the input width (``narrow``: 5 columns; ``packed``: narrow + one JSON
+``payload`` string, set on the 2 % of rows that are membership events; ``wide``: 28 columns
+modelled on the job's parsed record (which now has ~40), mostly null for heartbeats, with a 160-byte ``raw_value``),
 ``spark.sql.execution.arrow.maxRecordsPerBatch`` (rows per Arrow batch sent to the worker and
 rows per DataFrame handed to ``handleInputRows``),
 ``spark.sql.execution.arrow.transformWithStateInPySpark.maxStateRecordsPerBatch`` (state rows
