@@ -96,7 +96,13 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
 
         dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output))
     try:
-        return _run_query(spark, config, available_now, dispatcher)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            rc, transient = _run_query(spark, config, available_now, dispatcher)
+            if not transient or attempt == START_ATTEMPTS:
+                return rc
+            # Safe to restart: every batch is idempotent in Delta and the checkpoint says where to resume.
+            log.warning("restarting the query from its checkpoint (attempt %d of %d)", attempt + 1, START_ATTEMPTS)
+        return 1
     finally:
         if dispatcher is not None:
             # Give the webhook a moment for what this run produced; the outbox keeps the rest.
@@ -104,7 +110,14 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
             dispatcher.close()
 
 
-def _run_query(spark, config: Config, available_now: bool, dispatcher) -> int:
+#: Spark gives a Python worker 10 s (not configurable) to start and connect back; on an overloaded
+#: machine, importing pandas and PyArrow can take longer. That failure is transient.
+TRANSIENT_FAILURES = ("Python worker failed to connect back",)
+START_ATTEMPTS = 3
+
+
+def _run_query(spark, config: Config, available_now: bool, dispatcher) -> tuple[int, bool]:
+    """Run the query once; (exit code, whether it failed for a transient reason worth a restart)."""
     query = start_query(spark, config, available_now, dispatcher)
     stop_requested = threading.Event()
 
@@ -132,8 +145,8 @@ def _run_query(spark, config: Config, available_now: bool, dispatcher) -> int:
                         "Start with a new --checkpoint, and a new output.app_id in the config so the Delta "
                         "writes of the new checkpoint are not mistaken for ones already done.")
         log.error("the query failed: %s", message)
-        return 1
-    return 0
+        return 1, not stop_requested.is_set() and any(t in str(error) for t in TRANSIENT_FAILURES)
+    return 0, False
 
 
 def _stop_between_batches(query, timeout_s: float = 120.0) -> None:
