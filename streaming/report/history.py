@@ -98,7 +98,8 @@ class GroupHistory:
 
 
 # The group filter is applied with the DataFrame API, not spliced into the SQL: a group id is free
-# text. (Spark's named SQL parameters do not bind through the registered temporary views.)
+# text. (Named SQL parameters, spark.sql(sql, args=...), failed here with UNBOUND_SQL_PARAMETER
+# on PySpark 4.2 over these temporary views.)
 _GENERATIONS_SQL = """
 SELECT group_id, generation, event_time_ms AS event_time, trigger, trigger_member, assignor, protocol,
        group_type, phase, members, partitions, moved, imbalance, unassigned, stickiness
