@@ -45,7 +45,7 @@ def build_history(spark, config: Config):
     """Parsed records -> per-group stateful processor -> rows for the tables (table, group, payload)."""
     from pyspark.sql import functions as F
 
-    from streaming.processor import OUTPUT_SCHEMA, GroupProcessor
+    from streaming.processor import OUTPUT_SCHEMA, GroupProcessor, narrow_input
 
     parsed = build_stream(spark, config)
     keyed = (parsed
@@ -60,7 +60,8 @@ def build_history(spark, config: Config):
                                             F.timestamp_millis(F.col("event_time"))))
              .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
     # Keyed by state bucket, not by group: Spark's per-key cost dominates otherwise (see processor.py).
-    bucketed = keyed.withColumn("state_bucket", F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)))
+    bucketed = narrow_input(keyed).withColumn(
+        "state_bucket", F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)))
     return bucketed.groupBy("state_bucket").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")

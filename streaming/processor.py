@@ -40,21 +40,26 @@ OUTPUT_SCHEMA = StructType([
 STATS_TABLE = "_stats"
 _BLOB_SCHEMA = StructType([StructField("blob", BinaryType(), False)])
 _GROUP_KEY_SCHEMA = StructType([StructField("group_id", StringType(), False)])
-_REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
+REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
                         "raw_value", "event_time", "kafka_timestamp")
-_MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
-#: Integer columns that pandas turns into floats when a batch has a null among them.
-_INTEGER_FIELDS = frozenset({"event_time", "generation", "session_timeout_ms", "schema_version",
-                             "source_partition", "source_offset", "kafka_timestamp"})
+MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
+#: What the operator receives per row: few, narrow columns. Wide rows cost Spark more to move
+#: through the Python worker than anything the processor does (bench/tws_probe.py), so a
+#: membership event's fields, or a refused record's, travel as one JSON ``payload`` (null for
+#: heartbeats, the bulk), built by :func:`narrow_input`.
+INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "task_lags", "payload")
 
 
-def _record(row: dict, columns) -> dict:
-    """One input row as plain Python, with integer fields as ints whatever pandas made of them."""
-    out = {}
-    for c in columns:
-        v = _plain(row.get(c))
-        out[c] = int(v) if c in _INTEGER_FIELDS and v is not None else v
-    return out
+def narrow_input(keyed):
+    """The operator's input: :data:`INPUT_COLUMNS` (plus the watermark column and the key)."""
+    from pyspark.sql import functions as F
+
+    refused = F.col("reject_reason").isNotNull()
+    # The Kafka record's timestamp is a Spark timestamp; the tables keep epoch milliseconds.
+    source = [F.unix_millis(F.col(c)).alias(c) if c == "kafka_timestamp" else F.col(c) for c in REJECTED_FROM_INPUT]
+    payload = (F.when(refused, F.to_json(F.struct(*source)))
+               .when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS]))))
+    return keyed.select(*INPUT_COLUMNS[:-1], payload.alias("payload"), "event_ts")
 
 
 def _plain(value: Any) -> Any:
@@ -145,19 +150,20 @@ class GroupProcessor(StatefulProcessor):
         # become Python dicts.
         refused = batch["reject_reason"].notna().to_numpy()
         kinds = batch["kind"].to_numpy()
+        payloads = batch["payload"].to_numpy(dtype=object)
         if refused.any():
-            for record in batch[refused].to_dict("records"):
-                row = _record(record, _REJECTED_FROM_INPUT)
-                row["reason"] = record["reject_reason"]
-                out.append((tables.REJECTED_EVENTS, row["group_id"], json.dumps(row)))
+            reasons = batch["reject_reason"].to_numpy(dtype=object)
+            for i in np.flatnonzero(refused):
+                row = json.loads(payloads[i])
+                row["reason"] = reasons[i]
+                out.append((tables.REJECTED_EVENTS, row.get("group_id"), json.dumps(row)))
         n_refused = int(refused.sum())
         stats = {"records": len(batch), "rejected": n_refused}
 
         if group_id and n_refused < len(batch):
             is_membership = (kinds == MEMBERSHIP) & ~refused
             is_heartbeat = (kinds == HEARTBEAT) & ~refused
-            events = ([_record(r, _MEMBERSHIP_COLUMNS) for r in batch[is_membership].to_dict("records")]
-                      if is_membership.any() else [])
+            events = [json.loads(payloads[i]) for i in np.flatnonzero(is_membership)]
             state = self._load(group_id)
             outputs, batch_stats = advance(
                 state, events, batch["member_id"].to_numpy(dtype=object)[is_heartbeat],

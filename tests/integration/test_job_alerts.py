@@ -107,3 +107,109 @@ def test_rules_fire_and_resolve_in_the_table_and_reach_the_webhook_after_a_resta
         assert {a["startsAt"] for a in storm} == {"2023-11-14T22:13:26Z"}
     finally:
         receiver.stop()
+
+
+EVERY_RULE = """
+[alerts.imbalance]
+enabled = false
+[alerts.rebalance_storm]
+enabled = false
+[alerts.member_flapping]
+enabled = false
+[alerts.member_expired]
+enabled = false
+[alerts.unassigned_partitions]
+enabled = false
+[alerts.streams_not_caught_up]
+enabled = false
+[alerts.connect_lost_work]
+enabled = false
+
+# Each rule on for the group built to trip it, and every rule on for the calm group.
+[[alerts.overrides]]
+groups = ["imb-*", "calm"]
+imbalance = { enabled = true }
+[[alerts.overrides]]
+groups = ["storm-*", "calm"]
+rebalance_storm = { enabled = true, generations = 3, window_ms = 20000 }
+[[alerts.overrides]]
+groups = ["flap-*", "calm"]
+member_flapping = { enabled = true, changes = 3, window_ms = 60000 }
+[[alerts.overrides]]
+groups = ["exp-*", "calm"]
+member_expired = { enabled = true }
+[[alerts.overrides]]
+groups = ["unas-*", "calm"]
+unassigned_partitions = { enabled = true, duration_ms = 300 }
+[[alerts.overrides]]
+groups = ["st-*", "calm"]
+streams_not_caught_up = { enabled = true, duration_ms = 10000 }
+[[alerts.overrides]]
+groups = ["cn-*", "calm"]
+connect_lost_work = { enabled = true }
+"""
+
+
+def _every_rule_stories():
+    s = stories
+    lopsided = [{"event_id": "w", "event_time": 0, "type": "workload", "workload": {"topics": [
+        {"name": "t0", "partitions": 6, "racks": None}, {"name": "t1", "partitions": 1, "racks": None}]}},
+        s.join(0, "a", topics=("t0", "t1")), s.join(0, "b", topics=("t1",))] + s.heartbeats(["a", "b"], 0, 60_000)
+    flapping = [s.workload(0), s.join(0, "steady")] + s.heartbeats(["steady"], 0, 100_000)
+    for i in range(3):  # the same client.id under a new member id each time, as a restarting consumer
+        t = 1_000 + 4_000 * i
+        flapping += [dict(s.join(t, f"f{i}"), client_id="flaky", host="/10.0.0.9"), s.leave(t + 2_000, f"f{i}")]
+    obs = s.collector_observation
+    live = [s.workload(0), obs(1_000, "join", "a", range(6)), obs(5_000, "join", "b", (), state="PREPARING_REBALANCE"),
+            obs(5_500, "update", "a", (0, 1, 2, 3)), obs(5_500, "update", "b", (4, 5)),
+            obs(9_000, "update", "a", (0, 1, 2)), obs(9_000, "update", "b", (3, 4, 5))]
+    live += s.heartbeats(["a", "b"], 1_000, 12_000, every=500)
+    tasks = ("0_0", "0_1", "0_2", "0_3")
+    restoring = [s.streams_workload(0, end_offsets={t: 5_000 for t in tasks}), s.streams_join(1_000, "s1", "p1")]
+    restoring += s.heartbeats(["s1"], 1_500, 30_000)
+    restoring += [s.hb_lags(8_000, "s1", {t: 3_000 for t in tasks}), s.hb_lags(15_000, "s1", {t: 50 for t in tasks[:3]}),
+                  s.hb_lags(18_000, "s1", {"0_3": 100})]
+    lost = [s.connect_workload(0), s.connect_join(1_000, "w1"), s.leave(10_000, "w1")] + s.heartbeats(["w1"], 1_500, 10_000)
+    # The calm group heartbeats longest: it carries the stream's time (the watermark) past the
+    # Connect delay and its grace, which only the watermark can move a memberless group through.
+    calm = [s.workload(0), s.join(0, "a"), s.join(0, "b")] + s.heartbeats(["a", "b"], 0, 150_000)
+    consumer = {"imb-lopsided": lopsided, "storm-churn": [s.workload(0), s.join(0, "a")] + churn(3)
+                + s.heartbeats(["a"], 0, 60_000), "flap-client": flapping, "exp-eager": s.eager_range_story(),
+                "unas-coop": s.cooperative_story(), "dis-live": live, "calm": calm}
+    records = [s.to_records(s.in_time_order(story), group, START) for group, story in consumer.items()]
+    records.append(s.task_group_records(s.in_time_order(restoring), "st-restore", START, "streams"))
+    records.append(s.task_group_records(s.in_time_order(lost), "cn-lost", START, "connect"))
+    return records
+
+
+def test_every_rule_fires_on_the_group_built_to_trip_it_and_the_calm_group_stays_quiet(
+        spark, kafka_broker, tmp_path, unique_name):
+    base = make_config(kafka_broker, tmp_path, unique_name)
+    config = replace(base, alerts=parse_config(tomllib.loads(EVERY_RULE)).alerts)
+    for records in _every_rule_stories():
+        produce_story(config, records)
+    run_available_now(spark, config)
+
+    rows = read(spark, config, tables.ALERTS)
+    got = sorted((r["group_id"], r["rule"], r["status"], r["fired_at"] - START,
+                  None if r["resolved_at"] is None else r["resolved_at"] - START) for r in rows)
+    assert got == sorted([
+        ("imb-lopsided", "imbalance", "firing", 1_000, None),
+        # Both members' heartbeats stop at 59 s: they expire at 69 s, and a group with no
+        # members is not unbalanced.
+        ("imb-lopsided", "imbalance", "resolved", 1_000, 70_000),
+        ("storm-churn", "rebalance_storm", "firing", 6_000, None),
+        ("storm-churn", "rebalance_storm", "resolved", 6_000, 26_000),
+        ("flap-client", "member_flapping", "firing", 7_000, None),
+        ("flap-client", "member_flapping", "resolved", 7_000, 65_000),
+        ("exp-eager", "member_expired", "firing", 26_500, None),
+        ("unas-coop", "unassigned_partitions", "firing", 6_300, None),
+        ("unas-coop", "unassigned_partitions", "resolved", 6_300, 6_500),
+        ("dis-live", "assignment_disagreement", "firing", 6_000, None),
+        ("dis-live", "assignment_disagreement", "resolved", 6_000, 9_000),
+        ("st-restore", "streams_not_caught_up", "firing", 12_000, None),
+        ("st-restore", "streams_not_caught_up", "resolved", 12_000, 18_000),
+        ("cn-lost", "connect_lost_work", "firing", 101_000, None),
+    ])
+    flapping = next(r for r in rows if r["rule"] == "member_flapping")
+    assert flapping["subject"] == "flaky@/10.0.0.9"
