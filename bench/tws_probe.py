@@ -3,11 +3,11 @@
 Not a test: it measures, and nothing here asserts a time. Usage::
 
     .venv/bin/python bench/tws_probe.py [--plan full|quick] [--only NAME,...]   # writes a new JSON
-    .venv/bin/python bench/tws_probe.py --plan extra|extra2|extra3 --append      # adds runs to it
+    .venv/bin/python bench/tws_probe.py --plan extra|extra2|extra3|extra4 --append      # adds runs to it
     .venv/bin/python bench/tws_probe.py --python-side     # the worker's deserialiser, no JVM
     .venv/bin/python bench/tws_probe.py --render-only     # re-render the Markdown tables
 
-The results committed came from ``full``, then ``extra``, ``extra2``, ``extra3`` (each added
+The results committed came from ``full``, then ``extra``, ``extra2``, ``extra3``, ``extra4`` (each added
 after reading the previous one) and ``--python-side``.
 
 Input is pre-written Parquet files (one file = one micro-batch, ``maxFilesPerTrigger=1``) of R
@@ -551,6 +551,18 @@ def plan(kind: str) -> list[dict]:
                      spec("hf-G10000-packed", "hf", width="packed", groups=10_000, batches=3, repeat=r),
                      spec("hf-G1000-wide", "hf", width="wide", batches=3, repeat=r)]
         return runs
+    if kind == "extra4":
+        # hf against f2, paired (same repeat) and in both orders, since extra3 always ran hf first.
+        runs = []
+        for r in (9, 10):
+            pair = [spec("f2-G1000-packed-R300k", "f2", width="packed", rows=300_000, batches=3, repeat=r),
+                    spec("hf-G1000-packed-R300k", "hf", width="packed", rows=300_000, batches=3, repeat=r),
+                    spec("f2-G1000-packed", "f2", width="packed", repeat=r),
+                    spec("hf-G1000-packed", "hf", width="packed", repeat=r),
+                    spec("f2-G10000-packed", "f2", width="packed", groups=10_000, batches=3, repeat=r),
+                    spec("hf-G10000-packed", "hf", width="packed", groups=10_000, batches=3, repeat=r)]
+            runs += pair if r == 9 else [pair[i ^ 1] for i in range(len(pair))]
+        return runs
     if kind == "quick":
         return [spec("a-G1000", "a", batches=3), spec("b-G1000", "b", batches=3),
                 spec("f2-G1000", "f2", batches=3)]
@@ -719,7 +731,7 @@ def run_plan(runs: list[dict], jvm: str, work: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plan", choices=("full", "quick", "extra", "extra2", "extra3"), default="full")
+    parser.add_argument("--plan", choices=("full", "quick", "extra", "extra2", "extra3", "extra4"), default="full")
     parser.add_argument("--append", action="store_true",
                         help="merge these runs into the existing JSON (same name, repeat and JVM replaced)")
     parser.add_argument("--python-side", action="store_true",
