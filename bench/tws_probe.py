@@ -3,11 +3,11 @@
 Not a test: it measures, and nothing here asserts a time. Usage::
 
     .venv/bin/python bench/tws_probe.py [--plan full|quick] [--only NAME,...]   # writes a new JSON
-    .venv/bin/python bench/tws_probe.py --plan extra|extra2|extra3|extra4 --append      # adds runs to it
+    .venv/bin/python bench/tws_probe.py --plan extra|extra2|extra3|extra4|extra5 --append      # adds runs to it
     .venv/bin/python bench/tws_probe.py --python-side     # the worker's deserialiser, no JVM
     .venv/bin/python bench/tws_probe.py --render-only     # re-render the Markdown tables
 
-The results committed came from ``full``, then ``extra``, ``extra2``, ``extra3``, ``extra4`` (each added
+The results committed came from ``full``, then ``extra`` to ``extra5`` (each added
 after reading the previous one) and ``--python-side``.
 
 Input is pre-written Parquet files (one file = one micro-batch, ``maxFilesPerTrigger=1``) of R
@@ -563,6 +563,18 @@ def plan(kind: str) -> list[dict]:
                     spec("hf-G10000-packed", "hf", width="packed", groups=10_000, batches=3, repeat=r)]
             runs += pair if r == 9 else [pair[i ^ 1] for i in range(len(pair))]
         return runs
+    if kind == "extra5":
+        # The Arrow batch size again, next to the default in the same repeat, in both orders.
+        runs = []
+        for r in (11, 12):
+            group = [spec("b-G1000", "b", repeat=r),
+                     spec("b-G1000-maxrec1k", "b", conf={MAX_RECORDS: "1000"}, batches=3, repeat=r),
+                     spec("b-G1000-maxrec100k", "b", conf={MAX_RECORDS: "100000"}, batches=3, repeat=r),
+                     spec("hf-G1000-packed", "hf", width="packed", repeat=r),
+                     spec("hf-G1000-packed-maxrec100k", "hf", width="packed", conf={MAX_RECORDS: "100000"},
+                          repeat=r)]
+            runs += group if r == 11 else group[::-1]
+        return runs
     if kind == "quick":
         return [spec("a-G1000", "a", batches=3), spec("b-G1000", "b", batches=3),
                 spec("f2-G1000", "f2", batches=3)]
@@ -574,7 +586,8 @@ def plan(kind: str) -> list[dict]:
     runs += [spec("s0-G1000", "s0", batches=3),
              spec("a-G100", "a", groups=100, batches=3), spec("b-G100", "b", groups=100, batches=3),
              spec("a-G10000", "a", groups=10_000, batches=2), spec("b-G10000", "b", groups=10_000, batches=2),
-             spec("af-G10000", "af", groups=10_000, batches=3), spec("f1-G10000", "f1", groups=10_000, batches=3), spec("f2-G10000", "f2", groups=10_000, batches=3),
+             spec("af-G10000", "af", groups=10_000, batches=3),
+             spec("f1-G10000", "f1", groups=10_000, batches=3), spec("f2-G10000", "f2", groups=10_000, batches=3),
              spec("f3-G1000", "f3", batches=3), spec("d-G1000", "d", batches=3), spec("e-G1000", "e", batches=3),
              spec("a-G1000-R25k", "a", rows=25_000, batches=3), spec("a-G1000-R150k", "a", rows=150_000, batches=3),
              spec("s1-G1000-R150k", "s1", rows=150_000, batches=3),
@@ -615,7 +628,9 @@ def render_tables(result: dict) -> str:
     lines = ["### Steady-state medians per run", "",
              "Medians over the batches after batch 0. state ms = the operator's `allUpdatesTimeMs` (summed over "
              "the 2 tasks, so it can exceed the trigger time); per group = state ms / groups in the batch; per "
-             "call = (state ms - state ms of the no-state floor: `a`, or `af` for bucket variants, same G/R/width/JVM, same repeat when there is one) / explicit state calls. events/s = R / median trigger s.", "",
+             "call = (state ms - state ms of the no-state floor: `a`, or `af` for bucket variants, same "
+             "G/R/width/JVM, same repeat when there is one) / explicit state calls. events/s = R / median "
+             "trigger s.", "",
              "| run | rep | jvm | G | R | width | keys | batches | trigger ms | addBatch ms | state ms | commit ms "
              "| ms/group | explicit calls | ms/call over floor | events/s |",
              "|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -731,7 +746,8 @@ def run_plan(runs: list[dict], jvm: str, work: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plan", choices=("full", "quick", "extra", "extra2", "extra3", "extra4"), default="full")
+    parser.add_argument("--plan", default="full",
+                        choices=("full", "quick", "extra", "extra2", "extra3", "extra4", "extra5"))
     parser.add_argument("--append", action="store_true",
                         help="merge these runs into the existing JSON (same name, repeat and JVM replaced)")
     parser.add_argument("--python-side", action="store_true",
