@@ -320,13 +320,13 @@ def timed_sink(timings: dict[int, dict]):
 
     original = sinks.write_batch
 
-    def wrapped(batch, batch_id, output):
+    def wrapped(batch, batch_id, output, *rest):
         t0 = time.perf_counter()
         batch = batch.persist()
         rows = batch.count()
         t1 = time.perf_counter()
         try:
-            original(batch, batch_id, output)
+            original(batch, batch_id, output, *rest)
         finally:
             batch.unpersist()
         timings[batch_id] = {"compute_ms": round((t1 - t0) * 1000), "sink_ms": round((time.perf_counter() - t1) * 1000),
