@@ -32,6 +32,8 @@ from ..kafka_io import KafkaIOError, ensure_topics, produce
 log = logging.getLogger("rebalance_monitor.collector")
 _KAFKA_DEFAULTS = KafkaConfig()
 DEFAULT_INTERVAL_S = 10.0
+#: Consecutive failed polls after which the collector replaces its AdminClient.
+RENEW_CLIENT_AFTER_FAILURES = 3
 #: Groups with no members are not described: nothing to observe, and a big cluster has many.
 _QUIET_STATES = ("EMPTY", "DEAD")
 
@@ -380,6 +382,12 @@ class CollectorRunner:
         except PollFailed as exc:
             error = redact(str(exc), self.options.source)
             self.collector.plan(None, error)
+            if self.collector.failed_polls % RENEW_CLIENT_AFTER_FAILURES == 0:
+                # A client that lived through a broker restart can keep failing against the
+                # restarted cluster (librdkafka 2.16 stays on stale coordinator connections),
+                # while a new client gets answers at once.
+                log.info("renewing the admin client after %d failed polls", self.collector.failed_polls)
+                self.admin = admin_client(self.options.source)
             return PollResult(time_ms, False, [], error)
         views, events = self.collector.plan(snapshot)
         self._pending = (views, time_ms)

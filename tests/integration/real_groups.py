@@ -12,7 +12,8 @@ monitor's topics. This module provides the pieces:
   fraction of a second, keeping every poll's result.
 * :func:`predicted`: what this project's assignor computes from one settled real generation to
   the next (the previous actual assignment as owned partitions), to measure agreement without
-  the job.
+  the job; :func:`general_builder_answer`, what Kafka's general sticky builder computes instead
+  (the measurement behind docs/collector.md's cooperative-sticky explanation).
 
 The tests then run the job available-now over the collector's topics (see ``jobs.py``).
 """
@@ -31,7 +32,9 @@ from confluent_kafka import Consumer
 
 from assignors import GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
 from streaming.collector import CollectorSettings
-from streaming.commands.collect import CollectOptions, CollectorRunner, PollResult, admin_client, read_snapshot
+from streaming.commands.collect import (
+    CollectOptions, CollectorRunner, PollFailed, PollResult, admin_client, read_snapshot,
+)
 from streaming.config import Config
 
 log = logging.getLogger("tests.real_groups")
@@ -162,7 +165,14 @@ class RealGroup:
         return gone
 
     def describe(self):
-        return read_snapshot(self._admin, 0, self._pattern, 10.0).groups.get(self.group_id)
+        """The coordinator's view of the group; ``None`` while the cluster cannot say."""
+        try:
+            return read_snapshot(self._admin, 0, self._pattern, 10.0).groups.get(self.group_id)
+        except PollFailed:  # a broker still starting, a coordinator still loading
+            # A client that lived through a broker restart can stay stuck on the old coordinator
+            # connection (seen with librdkafka 2.16): ask with a fresh one next time.
+            self._admin = admin_client({"bootstrap.servers": self.bootstrap})
+            return None
 
     def _settled_view(self) -> Settled | None:
         mine = {c.member_id: c.assignment for c in self.consumers}
@@ -240,7 +250,8 @@ class CollectorThread(threading.Thread):
             if self.crashed or not self.is_alive():
                 raise AssertionError(f"the collector stopped: {self.crashed!r}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"fewer than {n} good polls within {timeout_s:.0f} s")
+                errors = [r.error for r in self.results if not r.ok][-3:]
+                raise AssertionError(f"fewer than {n} good polls within {timeout_s:.0f} s; last errors: {errors}")
             time.sleep(0.05)
 
     def events(self) -> list[dict]:

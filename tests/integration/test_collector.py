@@ -14,7 +14,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from streaming.collector import HEARTBEAT, LEAVE_REASON, MEMBERSHIP, CollectorSettings
-from streaming.commands.collect import CollectOptions, CollectorRunner, admin_client, read_snapshot
+from streaming.commands.collect import (
+    RENEW_CLIENT_AFTER_FAILURES, CollectOptions, CollectorRunner, admin_client, read_snapshot,
+)
 from streaming.kafka_io import ensure_topics
 from tests.conftest import free_port
 
@@ -162,9 +164,13 @@ def test_an_unreachable_cluster_is_a_failed_poll_that_produces_nothing(kafka_bro
                        source=f"127.0.0.1:{free_port()}", timeout_s=2.0)
     ensure_topics(kafka_broker.bootstrap_servers, [options.membership_topic, options.heartbeat_topic])
     runner = CollectorRunner(options)
+    first_client = runner.admin
     result = runner.step()
     assert not result.ok and result.events == [] and "ListGroups" in result.error
     assert runner.collector.failed_polls == 1
+    # After a few failures in a row the collector tries with a new client.
+    results = [runner.step() for _ in range(RENEW_CLIENT_AFTER_FAILURES - 1)]
+    assert not any(r.ok for r in results) and runner.admin is not first_client
     assert _read(kafka_broker.bootstrap_servers, options.membership_topic, expected=1, timeout_s=3) == []
 
 
