@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from schemas.tables import ALERTS
@@ -53,7 +53,10 @@ class AlertState:
     lost_due: int | None = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """Plain data for the state codec, which serialises it at once (no copies needed). By hand
+        rather than dataclasses.asdict: this runs for every group in every batch, and asdict's
+        deep copy was a fifth of the processor's time."""
+        return {**vars(self), "open": {k: vars(a) for k, a in self.open.items()}}
 
     @classmethod
     def from_json(cls, data: dict) -> "AlertState":

@@ -133,42 +133,41 @@ class GroupProcessor(StatefulProcessor):
         watermark = timerValues.getCurrentWatermarkInMs()
         out: list[tuple[str, str | None, str]] = []
         index = self._load_index()
+        # Columns become NumPy arrays once per bucket; each group is then a set of row positions.
+        # (Slicing the DataFrame per group cost more than the engine itself.)
+        columns = _Columns(batch)
         # One slice per group, in a stable order (the bucket's rows arrive in no particular order).
-        group_keys = batch["group_key"].to_numpy(dtype=object)
-        order = np.argsort(group_keys, kind="stable")
-        keys_sorted = group_keys[order]
+        order = np.argsort(columns.group_keys, kind="stable")
+        keys_sorted = columns.group_keys[order]
         bounds = np.flatnonzero(keys_sorted[1:] != keys_sorted[:-1]) + 1
-        for part in np.split(order, bounds):
-            group = batch.iloc[part]
-            out.extend(self._group_rows(str(group_keys[part[0]]), group.reset_index(drop=True), watermark, index))
+        for rows_of_group in np.split(order, bounds):
+            out.extend(self._group_rows(str(columns.group_keys[rows_of_group[0]]), columns, rows_of_group,
+                                        watermark, index))
         self._save_index(index)
         yield pd.DataFrame(out, columns=["table", "group_id", "payload"])
 
-    def _group_rows(self, group_id: str, batch: pd.DataFrame, watermark: int, index: "_DeadlineIndex") -> list:
+    def _group_rows(self, group_id: str, columns: "_Columns", positions: np.ndarray, watermark: int,
+                    index: "_DeadlineIndex") -> list:
         out: list[tuple[str, str | None, str]] = []
-        # Column arrays and masks instead of DataFrame filtering: heartbeats, the bulk, never
-        # become Python dicts.
-        refused = batch["reject_reason"].notna().to_numpy()
-        kinds = batch["kind"].to_numpy()
-        payloads = batch["payload"].to_numpy(dtype=object)
+        refused = columns.refused[positions]
+        kinds = columns.kinds[positions]
         if refused.any():
-            reasons = batch["reject_reason"].to_numpy(dtype=object)
-            for i in np.flatnonzero(refused):
-                row = json.loads(payloads[i])
-                row["reason"] = reasons[i]
+            for i in positions[refused]:
+                row = json.loads(columns.payloads[i])
+                row["reason"] = columns.reasons[i]
                 out.append((tables.REJECTED_EVENTS, row.get("group_id"), json.dumps(row)))
         n_refused = int(refused.sum())
-        stats = {"records": len(batch), "rejected": n_refused}
+        stats = {"records": len(positions), "rejected": n_refused}
 
-        if group_id and n_refused < len(batch):
-            is_membership = (kinds == MEMBERSHIP) & ~refused
-            is_heartbeat = (kinds == HEARTBEAT) & ~refused
-            events = [json.loads(payloads[i]) for i in np.flatnonzero(is_membership)]
+        if group_id and n_refused < len(positions):
+            # Heartbeats, the bulk, stay arrays: they never become Python dicts.
+            membership = positions[(kinds == MEMBERSHIP) & ~refused]
+            heartbeats = positions[(kinds == HEARTBEAT) & ~refused]
+            events = [json.loads(columns.payloads[i]) for i in membership]
             state = self._load(group_id)
             outputs, batch_stats = advance(
-                state, events, batch["member_id"].to_numpy(dtype=object)[is_heartbeat],
-                batch["event_time"].to_numpy()[is_heartbeat].astype(np.int64), self.settings,
-                watermark_ms=watermark, progress_reports=_lag_reports(batch, is_heartbeat))
+                state, events, columns.member_ids[heartbeats], columns.event_times[heartbeats], self.settings,
+                watermark_ms=watermark, progress_reports=columns.lag_reports(heartbeats))
             self._save(state, index)
             out.extend(self._rows(group_id, outputs))
             stats.update(membership_accepted=batch_stats.membership_accepted,
@@ -201,25 +200,32 @@ class GroupProcessor(StatefulProcessor):
         pass
 
 
-def _lag_reports(batch: pd.DataFrame, is_heartbeat: np.ndarray) -> list[tuple[str, int, dict[str, int]]]:
-    """Kafka Streams heartbeats' task lags, every report with its time (the engine applies them in
-    event time, so the lags a rebalance sees do not depend on batch boundaries)."""
-    if "task_lags" not in batch.columns:
-        return []
-    lags = batch["task_lags"].to_numpy(dtype=object)
-    rows = [i for i in np.flatnonzero(is_heartbeat) if lags[i] is not None and not _is_nan(lags[i])]
-    if not rows:
-        return []
-    members = batch["member_id"].to_numpy(dtype=object)
-    times = batch["event_time"].to_numpy()
-    # Arrow hands a map column over as a dict or as a list of (key, value) pairs.
-    return [(str(members[i]), int(times[i]),
-             {str(k): int(v) for k, v in (lags[i].items() if isinstance(lags[i], dict) else lags[i])})
-            for i in rows]
+class _Columns:
+    """A bucket's input rows as NumPy arrays (see :data:`INPUT_COLUMNS`)."""
 
+    def __init__(self, batch: pd.DataFrame):
+        self.group_keys = batch["group_key"].to_numpy(dtype=object)
+        self.kinds = batch["kind"].to_numpy(dtype=object)
+        self.reasons = batch["reject_reason"].to_numpy(dtype=object)
+        self.refused = pd.notna(self.reasons)
+        self.payloads = batch["payload"].to_numpy(dtype=object)
+        self.member_ids = batch["member_id"].to_numpy(dtype=object)
+        # Null only on refused rows, which never reach the engine's time arithmetic.
+        self.event_times = batch["event_time"].fillna(-1).to_numpy().astype(np.int64)
+        self.lags = batch["task_lags"].to_numpy(dtype=object)
 
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
+    def lag_reports(self, heartbeats: np.ndarray) -> list[tuple[str, int, dict[str, int]]]:
+        """Kafka Streams heartbeats' task lags, every report with its time (the engine applies them
+        in event time, so the lags a rebalance sees do not depend on batch boundaries)."""
+        out = []
+        for i in heartbeats:
+            lags = self.lags[i]
+            if lags is None or (isinstance(lags, float) and math.isnan(lags)):
+                continue
+            # Arrow hands a map column over as a dict or as a list of (key, value) pairs.
+            pairs = lags.items() if isinstance(lags, dict) else lags
+            out.append((str(self.member_ids[i]), int(self.event_times[i]), {str(k): int(v) for k, v in pairs}))
+        return out
 
 
 class _DeadlineIndex:
