@@ -183,17 +183,21 @@ class AlertEvaluator:
                        f"{self.group_id}: {n} member(s) expired by session timeout",
                        f"Last: {member_id} at {at}; {n} expiries within {rule.window_ms} ms of event time.")
 
-    def on_check(self, at: int, differing: int) -> None:
+    def on_check(self, at: int, differing_partitions: int, differing_members: int) -> None:
+        """``differing_members``: members whose partition count differs, or known to one side only."""
         rule = self.rules.assignment_disagreement
         if not rule.enabled:
             return
-        if differing > rule.partitions:
-            self._fire("assignment_disagreement", None, at, differing, rule.partitions,
+        n = differing_members if rule.level == "count" else differing_partitions
+        what = "members hold another number of partitions" if rule.level == "count" else "partitions have another owner"
+        if n > rule.partitions:
+            self._fire("assignment_disagreement", None, at, n, rule.partitions,
                        f"{self.group_id}: the live group's assignment differs from the computed one",
-                       f"{differing} partitions or members differ; see assignment_checks.")
+                       f"{n} {what} than computed ({differing_partitions} partitions differ in all); "
+                       f"see assignment_checks.")
         else:
-            self._resolve("assignment_disagreement", None, at, differing,
-                          "The live group's assignment equals the computed one.")
+            self._resolve("assignment_disagreement", None, at, n,
+                          f"The live group's assignment agrees with the computed one at the {rule.level} level.")
 
     def on_streams_generation(self, at: int, active_client: Mapping[str, str],
                               newly_lagging: Mapping[str, tuple[str, int]]) -> None:

@@ -328,7 +328,9 @@ class _Run:
             "computed_assignor": self.assignor_name(), "reported_assignor": s.observed_assignor,
             "group_state": s.observed_group_state,
         }))
-        self.alerts.on_check(at, len(differing) + len(unmatched))
+        counts_differ = sum(1 for m in set(s.members) & set(s.observed)
+                            if len(s.assignment.get(m, ())) != len(s.observed[m]))
+        self.alerts.on_check(at, len(differing) + len(unmatched), counts_differ + len(unmatched))
 
     def assignor_name(self) -> str:
         s = self.s
@@ -404,7 +406,10 @@ class _Run:
                 setattr(current, attr, e[attr])
         if e.get("session_timeout_ms"):
             current.session_timeout_ms = int(e["session_timeout_ms"])
-        self.member_event(e, "updated" if relevant else "rejoined", at, late, current)
+        # The collector reports every poll's changes of assignment or group state as updates of
+        # each member; only those that change what the assignor sees are worth a row.
+        if relevant or not (kind == "update" and e.get("source") == "collector"):
+            self.member_event(e, "updated" if relevant else "rejoined", at, late, current)
         if relevant:
             self.change(at, "update", member_id)
         self.schedule_expiry(current)

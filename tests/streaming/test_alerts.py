@@ -146,7 +146,21 @@ def test_disagreement_with_the_live_group_fires_and_resolves():
     out, _ = run(events)
     assert transitions(out) == [("assignment_disagreement", "firing", 6_000, None),
                                 ("assignment_disagreement", "resolved", 6_000, 9_000)]
-    assert out[0]["value"] == 1.0
+    assert out[0]["value"] == 2.0  # both members hold another number of partitions than computed
+
+
+def test_disagreement_at_equal_counts_fires_only_at_the_partition_level():
+    """librdkafka's cooperative-sticky picks other partitions than Java's at equal counts: the
+    default (count) level stays quiet, the partition level flags it."""
+    obs = collector_observation
+    events = [workload(0), obs(1_000, "join", "a", range(6)), obs(5_000, "join", "b", (), state="PREPARING_REBALANCE"),
+              obs(5_500, "update", "a", (0, 1, 3)), obs(5_500, "update", "b", (2, 4, 5))]
+    events += heartbeats(["a", "b"], 1_000, 12_000, every=500)
+    quiet, _ = run(events)
+    assert quiet == []
+    strict, _ = run(events, rules("[assignment_disagreement]\nlevel = 'partition'"))
+    assert transitions(strict) == [("assignment_disagreement", "firing", 6_000, None)]
+    assert strict[0]["value"] == 2.0
 
 
 def test_per_group_overrides_apply_by_pattern_in_order():
@@ -182,6 +196,7 @@ def test_a_group_with_an_open_windowed_alert_asks_for_a_timer_at_its_resolution(
     ("[imbalance]\nmax_minus_min = -1", "imbalance.max_minus_min: expected a non-negative integer"),
     ("[imbalance]\nseverity = 'loud'", "imbalance.severity: expected one of info, warning, critical"),
     ("[rebalance_storm]\nenabled = 1", "rebalance_storm.enabled: expected true or false"),
+    ("[assignment_disagreement]\nlevel = 'exact'", "assignment_disagreement.level: expected one of count, partition"),
     ("[[overrides]]\nimbalance = { max_minus_min = 3 }", "overrides[0].groups: expected a group id pattern"),
 ])
 def test_bad_alert_configuration_names_the_key(toml, message):

@@ -93,3 +93,10 @@ def test_the_check_state_survives_the_state_store_round_trip_between_batches():
     many, state = run_batches(split)
     assert rows(many, "assignment_checks") == rows(one_batch, "assignment_checks")
     assert isinstance(state, GroupState) and state.collector_fed and state.observed["b"]
+
+
+def test_collector_updates_that_change_nothing_the_assignor_sees_leave_no_member_event_row():
+    story = real_range_group() + [observed(t, "update", "a", (0, 1, 2)) for t in (8_000, 9_000)]
+    outputs, _ = run_batches([in_time_order(story)])
+    assert [(r["member_id"], r["event"]) for r in rows(outputs, "member_events") if r["member_id"]] == [
+        ("a", "joined"), ("b", "joined")]
