@@ -456,39 +456,40 @@ class _FakeValueState:
 
 
 class _FakeHandle:
-    """Just enough of StatefulProcessorHandle for GroupProcessor, to run it without Spark."""
+    """Just enough of StatefulProcessorHandle for GroupProcessor (a MapState of group states and a
+    ValueState per bucket), to run it without Spark."""
 
     def __init__(self):
-        self.states: dict[str, _FakeValueState] = {}
-        self.current = None
-        self.timers: dict[str, list[int]] = {}
-        self.key = ""
+        self.groups: dict = {}
+        self.index = None
+
+    def getMapState(self, name, key_schema, value_schema):
+        outer = self
+
+        class _Map:
+            def getValue(self, key):
+                return outer.groups.get(key)
+
+            def updateValue(self, key, value):
+                outer.groups[key] = value
+        return _Map()
 
     def getValueState(self, name, schema):
         outer = self
 
-        class _Proxy:
-            def exists(self):
-                return outer._state().exists()
-
+        class _Value:
             def get(self):
-                return outer._state().get()
+                return outer.index
 
             def update(self, value):
-                outer._state().update(value)
-        return _Proxy()
-
-    def _state(self):
-        return self.states.setdefault(self.key, _FakeValueState())
-
-    def listTimers(self):
-        return iter(self.timers.get(self.key, []))
+                outer.index = value
+        return _Value()
 
     def registerTimer(self, t):
-        self.timers.setdefault(self.key, []).append(t)
+        pass
 
     def deleteTimer(self, t):
-        self.timers[self.key].remove(t)
+        pass
 
 
 class _FakeTimerValues:
@@ -499,131 +500,62 @@ class _FakeTimerValues:
         return self.watermark
 
 
-def _input_frame(rows: list[dict]):
-    """Rows shaped like parse_records' output (+ group_key, event_ts), as Arrow hands them to pandas."""
+def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: int = 7) -> dict:
+    """The processor's Python side on one synthetic bucket, with cProfile: ``groups`` groups of
+    ``members`` members with ``beats_per_member`` heartbeats each (75,000-row batches over 1,000
+    groups hold ~7 per member), in the operator's narrow input form."""
     import pandas as pd
 
-    from schemas.events import MEMBERSHIP_FIELDS
+    from streaming.group_state import EngineSettings
+    from streaming.processor import INPUT_COLUMNS, GroupProcessor
 
-    columns = ["source_topic", "source_partition", "source_offset", "kafka_timestamp", "record_key", "raw_value",
-               "kind"] + [f.name for f in MEMBERSHIP_FIELDS] + ["reject_reason", "group_key", "event_ts"]
-    return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=columns)
-
-
-def profile_processor(groups: int = 200, members: int = 10, beats_per_member: int = 25) -> dict:
-    """The processor's Python side on one synthetic micro-batch, per group, with cProfile.
-
-    Shape: a 250,000-heartbeat batch over 1,000 groups of 10 members = 250 heartbeats per group
-    (25 s of event time at one heartbeat a second). We time ``groups`` groups and scale.
-    """
-    import numpy as np
-    import pandas as pd
-
-    from streaming.group_state import EngineSettings, advance
-    from streaming.processor import GroupProcessor
-    from streaming.state_codec import decode_state, encode_state
-
-    settings = EngineSettings()
-    processor = GroupProcessor(settings)
+    processor = GroupProcessor(EngineSettings())
     handle = _FakeHandle()
     processor.init(handle)
     t0 = FIXED_START_MS
     topics = ["orders", "payments"]
 
-    def membership(gid, i, body):
-        raw = json.dumps(body)
-        return {"source_topic": "m", "source_partition": 0, "source_offset": i, "kafka_timestamp": pd.Timestamp(t0, unit="ms"),
-                "record_key": gid, "raw_value": raw, "kind": "membership", "reject_reason": None, "group_key": gid,
-                "event_ts": pd.NaT, **body}
+    def row(gid, kind, member, t, payload=None):
+        return {"group_key": gid, "kind": kind, "member_id": member, "event_time": t, "reject_reason": None,
+                "task_lags": None, "payload": json.dumps(payload) if payload is not None else None}
 
-    def beats(gid, start, count):
+    def frame(start, beats, first):
         rows = []
-        for k in range(count):
-            for m in range(members):
-                t = start + k * 1000 + m * 97
-                body = {"schema_version": 1, "event_id": f"{gid}-h{t}-{m}", "event_time": t, "group_id": gid,
-                        "member_id": f"{gid}-m{m}", "generation": -1}
-                rows.append({"source_topic": "h", "source_partition": 0, "source_offset": t, "record_key": gid,
-                             "kafka_timestamp": pd.Timestamp(t, unit="ms"), "raw_value": json.dumps(body),
-                             "kind": "heartbeat", "reject_reason": None, "group_key": gid,
-                             "event_ts": pd.Timestamp(t, unit="ms"), **body})
-        return rows
+        for g in range(groups):
+            gid = f"pg{g:04d}"
+            if first:
+                rows.append(row(gid, "membership", None, t0, {
+                    "schema_version": 1, "event_id": f"{gid}-w", "event_time": t0, "group_id": gid,
+                    "group_type": "consumer", "type": "workload",
+                    "workload": {"topics": [{"name": t, "partitions": 6} for t in topics]}}))
+                for m in range(members):
+                    rows.append(row(gid, "membership", f"{gid}-m{m}", t0 + 10 + m, {
+                        "schema_version": 1, "event_id": f"{gid}-j{m}", "event_time": t0 + 10 + m, "group_id": gid,
+                        "group_type": "consumer", "type": "join", "member_id": f"{gid}-m{m}", "topics": topics,
+                        "protocol": "eager" if g % 2 else "cooperative",
+                        "assignor": "range" if g % 2 else "cooperative-sticky", "session_timeout_ms": 45_000}))
+            for k in range(beats):
+                for m in range(members):
+                    rows.append(row(gid, "heartbeat", f"{gid}-m{m}", start + k * 1000 + m * 97))
+        return pd.DataFrame(rows, columns=list(INPUT_COLUMNS))
 
-    # Warm every group up to a realistic state: workload, members, generations done.
-    frames: dict[str, Any] = {}
-    for g in range(groups):
-        gid = f"pg{g:04d}"
-        rows = [membership(gid, 0, {"schema_version": 1, "event_id": f"{gid}-w", "event_time": t0, "group_id": gid,
-                                    "group_type": "consumer", "type": "workload",
-                                    "workload": {"topics": [{"name": t, "partitions": 6, "racks": None} for t in topics]}})]
-        for m in range(members):
-            rows.append(membership(gid, m + 1, {
-                "schema_version": 1, "event_id": f"{gid}-j{m}", "event_time": t0 + 10 + m, "group_id": gid,
-                "group_type": "consumer", "type": "join", "member_id": f"{gid}-m{m}", "topics": topics,
-                "owned_partitions": [], "generation": -1, "protocol": "eager" if g % 2 else "cooperative",
-                "assignor": "range" if g % 2 else "cooperative-sticky", "session_timeout_ms": 45_000}))
-        rows += beats(gid, t0 + 100, 10)
-        handle.key = gid
-        list(processor.handleInputRows((gid,), iter([_input_frame(rows)]), _FakeTimerValues(0)))
-        frames[gid] = _input_frame(beats(gid, t0 + 10_100, beats_per_member))
-
-    def one_batch():
-        for gid, frame in frames.items():
-            handle.key = gid
-            list(processor.handleInputRows((gid,), iter([frame]), _FakeTimerValues(0)))
-
-    # Whole handleInputRows per group, then its parts alone, all on the same warmed states.
-    snapshot = {k: v.value for k, v in handle.states.items()}
+    list(processor.handleInputRows((0,), iter([frame(t0 + 100, 10, True)]), _FakeTimerValues(0)))
+    batch = frame(t0 + 10_100, beats_per_member, False)
     started = time.perf_counter()
-    one_batch()
+    list(processor.handleInputRows((0,), iter([batch]), _FakeTimerValues(0)))
     whole = time.perf_counter() - started
-
-    def restore():
-        for k, v in snapshot.items():
-            handle.states[k].value = v
-
-    restore()
     profiler = cProfile.Profile()
     profiler.enable()
-    one_batch()
+    list(processor.handleInputRows((0,), iter([frame(t0 + 20_100, beats_per_member, False)]), _FakeTimerValues(0)))
     profiler.disable()
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(18)
     top = [line for line in text.getvalue().splitlines() if line.strip()][:40]
-
-    restore()
-    codec = advance_s = frame_s = 0.0
-    for gid, frame in frames.items():
-        blob = bytes(handle.states[gid].value[0])
-        a = time.perf_counter()
-        state = decode_state(blob)
-        b = time.perf_counter()
-        advance(state, [], frame["member_id"].to_numpy(dtype=object), frame["event_time"].to_numpy(dtype=np.int64),
-                settings, watermark_ms=0)
-        c = time.perf_counter()
-        encode_state(state)
-        d = time.perf_counter()
-        # The pandas work handleInputRows does around advance: masks over column arrays.
-        refused = frame["reject_reason"].notna().to_numpy()
-        kinds = frame["kind"].to_numpy()
-        is_membership = (kinds == "membership") & ~refused
-        if is_membership.any():
-            frame[is_membership].to_dict("records")
-        e = time.perf_counter()
-        codec += (b - a) + (d - c)
-        advance_s += c - b
-        frame_s += e - d
-    n = len(frames)
-    per_group = lambda s: round(s / n * 1000, 3)  # noqa: E731
     return {
-        "shape": {"groups_timed": n, "members_per_group": members, "heartbeats_per_group": members * beats_per_member,
-                  "scaled_to_groups": 1_000},
-        "handle_input_rows_ms_per_group": per_group(whole),
-        "of_which_advance_ms_per_group": per_group(advance_s),
-        "of_which_state_codec_ms_per_group": per_group(codec),
-        "of_which_pandas_split_ms_per_group": per_group(frame_s),
-        "estimated_python_s_per_250k_batch_1000_groups": round(whole / n * 1_000, 2),
-        "state_blob_bytes_per_group": round(statistics.fmean(len(bytes(v[0])) for v in snapshot.values())),
+        "shape": {"groups_in_bucket": groups, "members_per_group": members, "rows": len(batch)},
+        "handle_input_rows_s_per_bucket_batch": round(whole, 3),
+        "ms_per_group": round(whole / groups * 1000, 3),
+        "state_blob_bytes_per_group": round(statistics.fmean(len(bytes(v[0])) for v in handle.groups.values())),
         "cprofile_top_by_tottime": top,
     }
 
@@ -1100,22 +1032,13 @@ def markdown(results: dict) -> str:
         if prof:
             lines += [
                 "",
-                "### The processor's Python side, alone (cProfile, synthetic batch)",
+                "### The processor's Python side, alone (cProfile, synthetic bucket)",
                 "",
-                f"`GroupProcessor.handleInputRows` with a stand-in state handle, on {prof['shape']['groups_timed']} "
-                f"warmed groups of {prof['shape']['members_per_group']} members, "
-                f"{prof['shape']['heartbeats_per_group']} heartbeats each (a 250,000-heartbeat batch over 1,000 groups):",
-                "",
-                "| per group | ms |",
-                "|---|---:|",
-                f"| handleInputRows, whole | {prof['handle_input_rows_ms_per_group']} |",
-                f"| of which `advance` | {prof['of_which_advance_ms_per_group']} |",
-                f"| of which state decode + encode | {prof['of_which_state_codec_ms_per_group']} |",
-                f"| of which pandas concat/filter/split | {prof['of_which_pandas_split_ms_per_group']} |",
-                "",
-                f"Scaled to 1,000 groups: **{prof['estimated_python_s_per_250k_batch_1000_groups']} s** of Python per "
-                f"250,000-row batch (one worker; two run in parallel on 2 cores). State blob: "
-                f"{prof['state_blob_bytes_per_group']:,} bytes per group.",
+                f"`GroupProcessor.handleInputRows` with a stand-in state handle, on one state bucket holding "
+                f"{prof['shape']['groups_in_bucket']:,} warmed groups of {prof['shape']['members_per_group']} members "
+                f"({prof['shape']['rows']:,} heartbeat rows, the narrow input the operator receives): "
+                f"**{prof['handle_input_rows_s_per_bucket_batch']} s** per batch, "
+                f"{prof['ms_per_group']} ms per group. State blob: {prof['state_blob_bytes_per_group']:,} bytes per group.",
                 "",
                 "```",
                 *prof["cprofile_top_by_tottime"],
@@ -1249,7 +1172,7 @@ def main(argv: list[str] | None = None) -> int:
         def throughput() -> dict:
             tp = scenario_throughput(spark, bootstrap, work, args.quick)
             print("[throughput] profiling the processor's Python side ...", flush=True)
-            tp["profile"] = profile_processor(groups=50 if args.quick else 200)
+            tp["profile"] = profile_processor(groups=200 if args.quick else 1_000)
             return tp
 
         if "throughput" in wanted:
