@@ -137,9 +137,6 @@ class GroupState:
     recent_rebalances: list[int] = field(default_factory=list)
     seen_event_ids: deque = field(default_factory=lambda: deque(maxlen=SEEN_EVENT_IDS))
     failed_rebalances: int = 0
-    #: The event-time timer registered for the group in Spark, if any (kept here so the job need
-    #: not ask Spark for it).
-    timer_at: int | None = None
     #: Set once an event came from the collector: the group is a live cluster's group.
     collector_fed: bool = False
     #: The actual assignment the collector reported last (KIP-848: the target assignment).

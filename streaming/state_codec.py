@@ -18,7 +18,7 @@ from .group_state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
 
 #: 3: Streams/Connect groups (member task metadata, task workload and assignment, lags, Connect
 #: leader state, scheduled rebalance) and their alert state.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 def _encode_assignment(assignment: dict[str, list[TopicPartition]]) -> dict:
@@ -75,7 +75,6 @@ def encode_state(state: GroupState) -> bytes:
         "recent_rebalances": state.recent_rebalances,
         "seen_event_ids": list(state.seen_event_ids),
         "failed_rebalances": state.failed_rebalances,
-        "timer_at": state.timer_at,
         "collector_fed": state.collector_fed,
         "observed": _encode_assignment(state.observed),
         "observed_group_state": state.observed_group_state,
@@ -122,7 +121,6 @@ def decode_state(blob: bytes) -> GroupState:
         recent_rebalances=data["recent_rebalances"],
         seen_event_ids=deque(data["seen_event_ids"], maxlen=SEEN_EVENT_IDS),
         failed_rebalances=data["failed_rebalances"],
-        timer_at=data["timer_at"],
         collector_fed=data["collector_fed"],
         observed=_decode_assignment(data["observed"]),
         observed_group_state=data["observed_group_state"],

@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     if "://" not in root and not Path(root).is_dir():
         raise QueryError(f"output directory {Path(root).resolve()} does not exist "
                          "(run the job first, or point --output at its Delta root)")
-    spark = _session(config)
+    spark = query_session(config)
     from ..views import register_views
 
     registered = register_views(spark, config.output)
@@ -79,7 +79,9 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _session(config):
+def query_session(config):
+    """The Spark session the ``query`` and ``report`` commands read the tables with: quiet logs,
+    and an error in a statement shown once, as one line."""
     from ..spark import build_spark_session
 
     spark = build_spark_session(config.spark, app_name="rebalance-monitor-query",

@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the CLI starts without pandas, matplotlib or PySpark.
     from ..report import TimeWindow, load_group_history, write_report
     from ..views import register_views
-    from .query import QueryError, _session
+    from .query import QueryError, query_session
 
     window = TimeWindow.parse(args.since, args.until)  # bad times fail before Spark starts
     config = load_config(args.config).with_overrides(output=args.output)
@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
         raise QueryError(f"output directory {Path(root).resolve()} does not exist "
                          "(run the job first, or point --output at its Delta root)")
     # The query command's session: local, UTC, and quiet (an error is one line, not a Java stack).
-    spark = _session(config)
+    spark = query_session(config)
     register_views(spark, config.output)
     history = load_group_history(spark, config.output, args.group, window)
     written = write_report(history, args.out)
