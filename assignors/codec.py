@@ -29,6 +29,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple
 
 from .errors import AssignmentError, InvalidGroupSpecError, UnknownAssignorError
+from .spec_fields import MISSING as _MISSING
+from .spec_fields import check_members_match
+from .spec_fields import is_int as _is_int
+from .spec_fields import show as _show
 from .model import (
     UNKNOWN_GENERATION,
     GroupAssignment,
@@ -99,13 +103,7 @@ def format_group_assignment(
     differential tests against Kafka see it.
     """
     member_ids = [m.member_id for m in spec.members]
-    missing = [m for m in member_ids if m not in result.assignment]
-    extra = sorted(set(result.assignment) - set(member_ids))
-    if missing or extra:
-        raise AssignmentError(
-            f"assignor {assignor!r} returned an assignment whose members do not match the spec"
-            f" (missing {missing}, unknown {extra}); this is a bug in the assignor"
-        )
+    check_members_match(assignor, "an assignment whose members", member_ids, result.assignment)
     assignment = {
         member_id: [[tp.topic, tp.partition] for tp in result.assignment[member_id]]
         for member_id in member_ids
@@ -183,26 +181,6 @@ def parse_answer(obj: Mapping[str, Any]) -> ParsedAnswer:
 
 
 # --- parsing helpers ------------------------------------------------------------------------------
-
-_MISSING = object()
-
-
-def _show(value: object) -> str:
-    """A short rendering of a bad value for a message (JSON spelling where it differs)."""
-    if value is _MISSING:
-        return "nothing (the field is missing)"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _is_int(value: object) -> bool:
-    # JSON true/false decode to bool, which Python counts as int; a partition count of `true` is a mistake.
-    return isinstance(value, int) and not isinstance(value, bool)
-
 
 def _reject_unknown_keys(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
     # A misspelt optional field ("owned_partition") would otherwise be silently ignored and change

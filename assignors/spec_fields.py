@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .errors import InvalidGroupSpecError
+from .errors import AssignmentError, InvalidGroupSpecError
 
 #: Marks a field that is absent (``None`` is JSON ``null``, a value some fields accept).
 MISSING: Any = object()
@@ -74,6 +74,16 @@ def show(value: object) -> str:
 def is_int(value: object) -> bool:
     # JSON true/false decode to bool, which Python counts as int; a thread count of `true` is a mistake.
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_members_match(assignor: str, what: str, expected: list[str], returned: Mapping[str, Any]) -> None:
+    """An assignor that leaves a member out or invents one is broken: say so instead of papering
+    over it with an empty entry, so that the differential tests against Kafka see it."""
+    missing = [m for m in expected if m not in returned]
+    extra = sorted(set(returned) - set(expected))
+    if missing or extra:
+        raise AssignmentError(f"assignor {assignor!r} returned {what} that do not match the spec"
+                              f" (missing {missing}, unknown {extra}); this is a bug in the assignor")
 
 
 def join_path(path: str, key: str) -> str:

@@ -38,10 +38,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..errors import AssignmentError, InvalidGroupSpecError
+from ..errors import InvalidGroupSpecError
 from ..spec_fields import (
     ID_FIELD,
     SpecField,
+    check_members_match,
     check_object,
     is_int,
     object_schema,
@@ -216,13 +217,7 @@ def format_connect_assignment(
 ) -> dict[str, Any]:
     """The answer line: every worker in spec order, then the group-level fields and the leader state."""
     worker_ids = [w.worker_id for w in parsed.spec.workers]
-    missing = [w for w in worker_ids if w not in result.workers]
-    extra = sorted(set(result.workers) - set(worker_ids))
-    if missing or extra:
-        raise AssignmentError(
-            f"assignor {parsed.assignor!r} returned workers that do not match the spec (missing {missing},"
-            f" unknown {extra}); this is a bug in the assignor"
-        )
+    check_members_match(parsed.assignor, "workers", worker_ids, result.workers)
     workers: dict[str, Any] = {}
     for wid in worker_ids:
         a = result.workers[wid]

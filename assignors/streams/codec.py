@@ -38,10 +38,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..errors import AssignmentError, InvalidGroupSpecError
+from ..errors import InvalidGroupSpecError
 from ..spec_fields import (
     ID_FIELD,
     SpecField,
+    check_members_match,
     check_object,
     join_path,
     object_schema,
@@ -217,13 +218,7 @@ def format_streams_assignment(parsed: ParsedStreamsSpec, result: StreamsAssignme
     (``from``: the first such client in spec order) whose active is now on a client that did not.
     """
     process_ids = [c.process_id for c in parsed.spec.clients]
-    missing = [p for p in process_ids if p not in result.clients]
-    extra = sorted(set(result.clients) - set(process_ids))
-    if missing or extra:
-        raise AssignmentError(
-            f"assignor {parsed.assignor!r} returned clients that do not match the spec (missing {missing},"
-            f" unknown {extra}); this is a bug in the assignor"
-        )
+    check_members_match(parsed.assignor, "clients", process_ids, result.clients)
     clients: dict[str, Any] = {}
     active_owner: dict[str, str] = {}
     for pid in process_ids:
