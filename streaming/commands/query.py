@@ -57,15 +57,7 @@ def _run(args: argparse.Namespace) -> int:
         raise QueryError("give a SQL statement (or - to read it from standard input), or --list")
     if args.limit is not None and args.limit < 0:
         raise QueryError(f"--limit must not be negative, got {args.limit}")
-    config = load_config(args.config).with_overrides(output=args.output)
-    root = config.output.root
-    if "://" not in root and not Path(root).is_dir():
-        raise QueryError(f"output directory {Path(root).resolve()} does not exist "
-                         "(run the job first, or point --output at its Delta root)")
-    spark = query_session(config)
-    from ..views import register_views
-
-    registered = register_views(spark, config.output)
+    config, spark, registered = open_history(args.config, args.output)
     if not registered.tables and not args.list:
         raise QueryError(f"no Delta tables under {config.output.table_path('')} (has the job run there?)")
     if args.list:
@@ -77,6 +69,20 @@ def _run(args: argparse.Namespace) -> int:
     if truncated:
         print(f"(first {limit} rows; --limit N for more)", file=sys.stderr)
     return 0
+
+
+def open_history(config_path, output):
+    """The job's tables and views in a local session, for ``query`` and ``report``: the config (with
+    ``--output`` over it), the session, and what :func:`register_views` registered."""
+    from ..views import register_views
+
+    config = load_config(config_path).with_overrides(output=output)
+    root = config.output.root
+    if "://" not in root and not Path(root).is_dir():
+        raise QueryError(f"output directory {Path(root).resolve()} does not exist "
+                         "(run the job first, or point --output at its Delta root)")
+    spark = query_session(config)
+    return config, spark, register_views(spark, config.output)
 
 
 def query_session(config):

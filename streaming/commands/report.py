@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from ..config import load_config
 
 DEFAULT_OUT = "report"
 
@@ -38,18 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the CLI starts without pandas, matplotlib or PySpark.
     from ..report import TimeWindow, load_group_history, write_report
-    from ..views import register_views
-    from .query import QueryError, query_session
+    from .query import open_history
 
     window = TimeWindow.parse(args.since, args.until)  # bad times fail before Spark starts
-    config = load_config(args.config).with_overrides(output=args.output)
-    root = config.output.root
-    if "://" not in root and not Path(root).is_dir():
-        raise QueryError(f"output directory {Path(root).resolve()} does not exist "
-                         "(run the job first, or point --output at its Delta root)")
-    # The query command's session: local, UTC, and quiet (an error is one line, not a Java stack).
-    spark = query_session(config)
-    register_views(spark, config.output)
+    config, spark, _ = open_history(args.config, args.output)
     history = load_group_history(spark, config.output, args.group, window)
     written = write_report(history, args.out)
     print(f"wrote {written.page} ({len(written.charts)} charts: "
