@@ -88,6 +88,17 @@ def topic_partitions(topic: str, numbers: Iterable[int]) -> list[TopicPartition]
     return list(map(tuple.__new__, repeat(TopicPartition), zip(repeat(topic), numbers)))
 
 
+def partitions_of(spec: GroupSpec, topic: str) -> Sequence[TopicPartition]:
+    """Every partition of ``topic`` (which must be in ``spec.topics``) as ``TopicPartition`` objects, in
+    partition order: the topic spec's kept objects (:attr:`TopicSpec.partition_objects`), so an
+    answer is slices of existing objects rather than new ones."""
+    topic_spec = spec.topics[topic]
+    if topic_spec.name == topic:
+        return topic_spec.partition_objects
+    # A spec keyed by another name than the topic spec's own: the answer must carry the key.
+    return topic_partitions(topic, range(topic_spec.partitions))
+
+
 def check_unique_member_ids(spec: GroupSpec) -> None:
     """Kafka keys members by id, so a spec listing one id twice has no Kafka meaning."""
     if len(set(map(_member_id, spec.members))) == len(spec.members):

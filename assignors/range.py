@@ -33,11 +33,11 @@ from ._common import (
     check_unique_member_ids,
     member_info_order,
     partitions_per_topic,
+    partitions_of,
     paused_gc,
     split_by_owner,
     subscribers_per_topic,
     subscription_classes,
-    topic_partitions,
 )
 from .errors import InvalidGroupSpecError
 from .java_order import hashmap_order, string_hashes, table_capacity
@@ -59,9 +59,9 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
     states = _rack_states(spec, topics) if any(map(attrgetter("rack"), members)) else []
     if any(state.needs_rack_aware for state in states):
         per_member: list[list[TopicPartition]] = [[] for _ in members]
-        _assign_with_racks(states, per_member)
+        _assign_with_racks(spec, states, per_member)
     else:
-        per_member = _plain_ranges(topics, len(members))
+        per_member = _plain_ranges(spec, topics, len(members))
     return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))
 
 
@@ -70,6 +70,9 @@ def _topics_in_java_order(spec: GroupSpec) -> list[tuple[str, int, np.ndarray, l
     members = spec.members
     classes = subscription_classes(members)
     counts = partitions_per_topic(spec, classes[0])
+    if not counts:
+        # Nothing subscribed has a partition: no member order or topic order is needed.
+        return []
     subscriber_arrays = subscribers_per_topic(spec, member_info_order(spec), classes)
     # Topics with the same subscribers share one array; convert each distinct one once.
     as_lists: dict[int, list[int]] = {}
@@ -83,18 +86,22 @@ def _topics_in_java_order(spec: GroupSpec) -> list[tuple[str, int, np.ndarray, l
     return topics
 
 
-def _plain_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int) -> list[list[TopicPartition]]:
+def _plain_ranges(
+    spec: GroupSpec, topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int
+) -> list[list[TopicPartition]]:
     # Without rack logic each subscriber's share of a topic is a contiguous block whose bounds are
     # plain arithmetic. When blocks are tiny (many members, few partitions each) a stable split of
     # all partitions by owner costs less than one Python step per block.
     blocks = sum(min(len(subs), partitions) for _, partitions, _, subs in topics)
     total = sum(partitions for _, partitions, _, _ in topics)
     if blocks * 4 > total and blocks > 2_000:
-        return _split_ranges(topics, n_members)
-    return _block_ranges(topics, n_members)
+        return _split_ranges(spec, topics, n_members)
+    return _block_ranges(spec, topics, n_members)
 
 
-def _block_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int) -> list[list[TopicPartition]]:
+def _block_ranges(
+    spec: GroupSpec, topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int
+) -> list[list[TopicPartition]]:
     # Each member's list is built from slices of the topic's partitions, topic by topic in Kafka's
     # order: one C-level ``extend`` per (topic, receiving member) instead of per-partition
     # bookkeeping. Topics with the same subscribers and partition count share the bounds.
@@ -111,13 +118,15 @@ def _block_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_member
                 bounds.append((per_member[member], lo, hi))
                 lo = hi
             bounds_of[(id(array), partitions)] = bounds
-        tps = topic_partitions(topic, range(partitions))
+        tps = partitions_of(spec, topic)
         for target, lo, hi in bounds:
             target += tps[lo:hi]
     return per_member
 
 
-def _split_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int) -> list[list[TopicPartition]]:
+def _split_ranges(
+    spec: GroupSpec, topics: list[tuple[str, int, np.ndarray, list[int]]], n_members: int
+) -> list[list[TopicPartition]]:
     # Laid out topic by topic (in Kafka's order), partitions ascending, the owners of a topic follow
     # one pattern that all topics with the same subscribers and partition count share; a stable
     # split by owner then lists every member's partitions in Kafka's order.
@@ -133,7 +142,7 @@ def _split_ranges(topics: list[tuple[str, int, np.ndarray, list[int]]], n_member
             sizes[:extras] += 1
             pattern = patterns[(id(array), partitions)] = np.repeat(array[:receivers], sizes)
         owners.append(pattern)
-        partitions_in_order += topic_partitions(topic, range(partitions))
+        partitions_in_order += partitions_of(spec, topic)
     if not owners:
         return [[] for _ in range(n_members)]
     return split_by_owner(n_members, np.concatenate(owners), partitions_in_order)
@@ -152,7 +161,7 @@ def _rack_states(spec: GroupSpec, topics: list[tuple[str, int, np.ndarray, list[
     return states
 
 
-def _assign_with_racks(states: list[_TopicState], per_member: list[list[TopicPartition]]) -> None:
+def _assign_with_racks(spec: GroupSpec, states: list[_TopicState], per_member: list[list[TopicPartition]]) -> None:
     # Phase A (rack matching) only ever touches topics whose subscribers have racks: Kafka groups
     # topics by their (member -> rack) map and then by the size of their partition -> racks map,
     # which is empty when no subscriber has a rack, so those groups do nothing.
@@ -171,7 +180,7 @@ def _assign_with_racks(states: list[_TopicState], per_member: list[list[TopicPar
         state.take_ranges(rack_aware=False)
 
     for state in states:
-        tps = topic_partitions(state.topic, range(state.partitions))
+        tps = partitions_of(spec, state.topic)
         for p, pos in enumerate(state.owner):
             per_member[state.subscribers[pos]].append(tps[p])
     for partitions in per_member:

@@ -24,11 +24,11 @@ from ._common import (
     check_unique_member_ids,
     member_info_order,
     partitions_per_topic,
+    partitions_of,
     paused_gc,
     split_by_owner,
     subscribers_per_topic,
     subscription_classes,
-    topic_partitions,
 )
 from .model import GroupAssignment, GroupSpec, TopicPartition
 
@@ -49,6 +49,9 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
     members = spec.members
     classes = subscription_classes(members)
     counts = partitions_per_topic(spec, classes[0])
+    if not counts:
+        # Nothing subscribed has a partition: no member order is needed.
+        return GroupAssignment({m.member_id: [] for m in members})
     order = member_info_order(spec)
     position_of = [0] * len(members)
     for position, index in enumerate(order):
@@ -62,7 +65,7 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
     names = sorted(counts)
     arrays: dict[int, tuple[int, list[int]]] = {}  # id(subscriber array) -> (offset in `pooled`, positions)
     pooled: list[np.ndarray] = []
-    base, size, first_of, partitions_of = [], [], [], []
+    base, size, first_of, partition_counts = [], [], [], []
     pooled_length = 0
     cursor = 0
     for topic in names:
@@ -80,44 +83,44 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
         base.append(offset)
         size.append(n)
         first_of.append(first)
-        partitions_of.append(partitions)
+        partition_counts.append(partitions)
         cursor = (positions[(first + partitions - 1) % n] + 1) % len(members)
 
-    per_member = _deal(names, counts, len(members), pooled, base, size, first_of, partitions_of, arrays)
+    per_member = _deal(spec, names, counts, len(members), pooled, base, size, first_of, partition_counts, arrays)
     return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))
 
 
-def _deal(names, counts, n_members, pooled, base, size, first_of, partitions_of, arrays) -> list[list[TopicPartition]]:
+def _deal(spec, names, counts, n_members, pooled, base, size, first_of, partition_counts, arrays) -> list[list[TopicPartition]]:
     """Every member's partitions, in dealing order, from each topic's subscribers and start."""
-    total = sum(partitions_of)
+    total = sum(partition_counts)
     if FORCE_SPLIT is False and len(arrays) == 1 and size and size[0] == n_members:
         # Everyone subscribes to every topic: the circle never skips, so the k-th partition of the
         # whole layout goes to the (k mod n)-th member in MemberInfo order and each member's list is
         # one strided slice of the layout.
         layout: list[TopicPartition] = []
         for topic in names:
-            layout += topic_partitions(topic, range(counts[topic]))
+            layout += partitions_of(spec, topic)
         per_member: list[list[TopicPartition]] = [None] * n_members  # type: ignore[list-item]
         for position, index in enumerate(pooled[0].tolist()):
             per_member[index] = layout[position::n_members]
         return per_member
-    blocks = sum(min(n, p) for n, p in zip(size, partitions_of))
+    blocks = sum(min(n, p) for n, p in zip(size, partition_counts))
     if FORCE_SPLIT is False and (blocks * 4 <= total or blocks <= 2_000):
         # Within a topic, subscriber j (counted from the topic's start) gets partitions j, j + n,
         # ...: one strided slice per (topic, receiving member), appended topic by topic in name order.
         per_member = [[] for _ in range(n_members)]
         subscriber_lists = {offset: array.tolist() for (offset, _), array in zip(arrays.values(), pooled)}
-        for topic, offset, n, first, partitions in zip(names, base, size, first_of, partitions_of):
+        for topic, offset, n, first, partitions in zip(names, base, size, first_of, partition_counts):
             subs = subscriber_lists[offset]
-            tps = topic_partitions(topic, range(partitions))
+            tps = partitions_of(spec, topic)
             for j in range(min(n, partitions)):
                 per_member[subs[(first + j) % n]] += tps[j::n]
         return per_member
     # Many tiny blocks: compute every owner with array operations and split once.
     partitions_in_order: list[TopicPartition] = []
     for topic in names:
-        partitions_in_order += topic_partitions(topic, range(counts[topic]))
-    per_topic = np.array(partitions_of, dtype=np.int64)
+        partitions_in_order += partitions_of(spec, topic)
+    per_topic = np.array(partition_counts, dtype=np.int64)
     owners = np.zeros(0, dtype=np.int64)
     if total:
         starts = np.cumsum(per_topic) - per_topic

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._common import check_unique_member_ids, paused_gc, split_by_owner, topic_partitions
+from .._common import check_unique_member_ids, paused_gc, split_by_owner
 from ..model import GroupAssignment, GroupSpec, TopicPartition
 from ._constrained import build_constrained
 from ._draft import Draft
@@ -110,8 +110,8 @@ def _first_constrained_answer(members, layout) -> GroupAssignment:
     ids = [m.member_id for m in members]
     participants = sorted((i for i, m in enumerate(members) if m.topics), key=ids.__getitem__)
     objs: list[TopicPartition] = []
-    for name, count in zip(layout.topics, layout.counts.tolist()):
-        objs += topic_partitions(name, range(count))
+    for topic_objects in layout.objects:
+        objs += topic_objects
     n = len(participants)
     lists: list[list[TopicPartition]] = [[] for _ in members] if n < len(members) else [None] * n
     for rank, position in enumerate(participants):

@@ -232,7 +232,7 @@ def test_range_split_path_equals_the_block_path(seed):
                for i in range(rng.randint(1, 12))]
     spec = group(*members, topics=topics)
     ordered = _topics_in_java_order(spec)
-    blocks = _block_ranges(ordered, len(members))
-    assert blocks == _split_ranges(ordered, len(members))
+    blocks = _block_ranges(spec, ordered, len(members))
+    assert blocks == _split_ranges(spec, ordered, len(members))
     subscribed = {t for m in members for t in m.topics}
     assert sum(map(len, blocks)) == sum(count for name, count in topics.items() if name in subscribed)
