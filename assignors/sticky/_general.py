@@ -519,20 +519,20 @@ class _GeneralBuilder:
         for t in self.topic_order:
             lo, hi = ts[t], ts[t + 1]
             if hi - lo <= SMALL:
-                units = []
+                # A topic's edges are in rank order, so these receivers are too.
+                receivers = []
                 for e in range(lo, hi):
                     d = x_l[e] - kept_l[e]
                     if d > 0:
                         m = em[e]
-                        start, rank = run[m], rk[m]
-                        units += [(level, rank, m) for level in range(start, start + d)]
+                        start = run[m]
+                        receivers.append((start, start + d, m))
                         run[m] = start + d
-                if not units:
+                if not receivers:
                     continue
-                units.sort()
                 base, end = off[t], off[t + 1]
                 small_g += range(base, end) if taken_l is None else [g for g in range(base, end) if not taken_l[g]]
-                small_m += [m for _, _, m in units]
+                small_m += deal_levels(receivers)
                 continue
             deficit = np.array(x_l[lo:hi], dtype=np.int64) - np.array(kept_l[lo:hi], dtype=np.int64)
             want = deficit > 0
@@ -642,6 +642,33 @@ def _level_fill_small(loads: list[int], ranks: list[int], units: int) -> list[in
         for i in sorted(order[:k], key=ranks.__getitem__)[:rest]:
             add[i] += 1
     return add
+
+
+def deal_levels(receivers: list[tuple[int, int, int]]) -> list[int]:
+    """:func:`_deal_order` on lists. ``receivers``: (running count, count after the deal, member),
+    in rank order; a member appears once per unit it receives, in the order of the units' (level,
+    rank), where its units have levels ``running .. after - 1``.
+
+    Sweeping the levels and listing, at each, the receivers whose range covers it gives that order
+    without building and sorting one tuple per unit; when the levels are spread too thinly over the
+    receivers for a sweep to pay, the units are sorted after all.
+    """
+    low = min(start for start, _, _ in receivers)
+    high = max(end for _, end, _ in receivers)
+    units = sum(end - start for start, end, _ in receivers)
+    if (high - low) * len(receivers) <= 4 * units + 64:
+        order: list[int] = []
+        for level in range(low, high):
+            order += [m for start, end, m in receivers if start <= level < end]
+        return order
+    return [
+        m
+        for _, _, m in sorted(
+            (level, position, m)
+            for position, (start, end, m) in enumerate(receivers)
+            for level in range(start, end)
+        )
+    ]
 
 
 def _deal_order(running: np.ndarray, ranks: np.ndarray, ms: np.ndarray, deficit: np.ndarray) -> np.ndarray:

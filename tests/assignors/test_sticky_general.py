@@ -373,6 +373,38 @@ def test_plain_python_level_fill_and_deal_order_equal_the_numpy_ones(seed, monke
         assert small[1].tolist() == large[1].tolist()
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_level_sweep_deal_equals_the_numpy_deal_order(seed, monkeypatch):
+    # deal_levels (the plain-Python deal of topics with few subscribers) sweeps levels when the
+    # receivers' ranges overlap densely and sorts units otherwise; both must give _deal_order's
+    # NumPy answer. Wide starting spreads force the sorting branch.
+    import random
+
+    import numpy as np
+
+    import assignors.sticky._general as general
+
+    monkeypatch.setattr(general, "SMALL", -1)
+    rng = random.Random(seed)
+    branches = set()
+    for _ in range(200):
+        n = rng.randint(1, 30)
+        spread = rng.choice((2, 10, 1000))
+        running = [rng.randint(0, spread) for _ in range(n)]
+        ranks = sorted(rng.sample(range(100), n))  # a topic's edges come in rank order
+        members = rng.sample(range(200), n)
+        deficit = [rng.randint(1, 4) for _ in range(n)]
+        receivers = [(s, s + d, m) for s, d, m in zip(running, deficit, members)]
+        expected = general._deal_order(
+            np.array(running, dtype=np.int64), np.array(ranks, dtype=np.int64),
+            np.array(members, dtype=np.int64), np.array(deficit, dtype=np.int64),
+        )
+        assert general.deal_levels(receivers) == expected.tolist()
+        high, low = max(s + d for s, d in zip(running, deficit)), min(running)
+        branches.add((high - low) * n <= 4 * sum(deficit) + 64)
+    assert branches == {True, False}
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_general_path_answer_does_not_depend_on_the_plain_python_threshold(seed, monkeypatch):
     # Same groups (owned partitions included) through the plain-Python per-topic routines and
