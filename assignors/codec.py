@@ -274,7 +274,7 @@ def _parse_members(value: object, topics: Mapping[str, TopicSpec] | None = None)
     # strings: the assignors group members by subscription, and equal subscriptions that are one
     # object compare by identity instead of string by string (a large group usually has a few
     # distinct subscriptions, each listed by thousands of members).
-    sharing = _Sharing({name: name for name in topics or ()}, {})
+    sharing = _Sharing({name: name for name in topics or ()}, {}, topics or {})
     for i, entry in enumerate(value):
         path = f"members[{i}]"
         member = _parse_member(entry, path, sharing)
@@ -318,7 +318,7 @@ def _parse_member(entry: object, path: str, sharing: _Sharing | None = None) -> 
     topics = _parse_subscription(entry.get("topics", _MISSING), path)
     if sharing is not None:
         topics = sharing.share(topics)
-    owned = _parse_owned(entry.get("owned_partitions", []), path)
+    owned = _parse_owned(entry.get("owned_partitions", []), path, sharing.topics if sharing is not None else None)
 
     generation = entry.get("generation", UNKNOWN_GENERATION)
     if generation is None:
@@ -341,10 +341,12 @@ def _parse_member(entry: object, path: str, sharing: _Sharing | None = None) -> 
 
 
 class _Sharing(NamedTuple):
-    """Canonical topic-name strings and subscription tuples of one spec being parsed."""
+    """Canonical topic-name strings and subscription tuples of one spec being parsed, and its
+    topics (whose kept partition objects the members' owned partitions reuse)."""
 
     names: dict[str, str]
     subscriptions: dict[tuple[str, ...], tuple[str, ...]]
+    topics: Mapping[str, TopicSpec]
 
     def share(self, topics: tuple[str, ...]) -> tuple[str, ...]:
         shared = self.subscriptions.get(topics)
@@ -369,7 +371,9 @@ def _parse_subscription(value: object, path: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _parse_owned(value: object, path: str) -> tuple[TopicPartition, ...]:
+def _parse_owned(
+    value: object, path: str, topics: Mapping[str, TopicSpec] | None = None
+) -> tuple[TopicPartition, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -389,7 +393,13 @@ def _parse_owned(value: object, path: str) -> tuple[TopicPartition, ...]:
             raise InvalidGroupSpecError(f"{where}: partition of topic {topic!r} must be an integer, got {_show(partition)}")
         if partition < 0:
             raise InvalidGroupSpecError(f"{where}: partition {partition} of topic {topic!r} is negative")
-        tp = TopicPartition(topic, partition)
+        known = topics.get(topic) if topics is not None else None
+        if known is not None and known.name == topic and partition < known.partitions:
+            # The topic's own object: its name is the metadata's string, so the assignors' topic
+            # lookups compare by identity, and a group's claims cost no extra objects.
+            tp = known.partition_objects[partition]
+        else:
+            tp = TopicPartition(topic, partition)
         if tp in seen:
             raise InvalidGroupSpecError(f"{where}: partition {partition} of topic {topic!r} is listed twice")
         seen.add(tp)

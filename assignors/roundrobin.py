@@ -53,6 +53,9 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
         # Nothing subscribed has a partition: no member order is needed.
         return GroupAssignment({m.member_id: [] for m in members})
     order = member_info_order(spec)
+    if len(classes[0]) == 1 and not FORCE_SPLIT:
+        # One subscription list shared by every member: nobody is ever skipped (see _deal).
+        return GroupAssignment(dict(zip([m.member_id for m in members], _everyone_everything(spec, counts, order))))
     position_of = [0] * len(members)
     for position, index in enumerate(order):
         position_of[index] = position
@@ -90,20 +93,26 @@ def _assign(spec: GroupSpec) -> GroupAssignment:
     return GroupAssignment(dict(zip([m.member_id for m in members], per_member)))
 
 
+def _everyone_everything(spec: GroupSpec, counts: dict[str, int], order: list[int]) -> list[list[TopicPartition]]:
+    """Every member subscribes to every topic: the circle never skips, so the k-th partition of the
+    whole layout (topics by name) goes to the (k mod n)-th member in MemberInfo order, and each
+    member's list is one strided slice of the layout."""
+    layout: list[TopicPartition] = []
+    for topic in sorted(counts):
+        layout += partitions_of(spec, topic)
+    n = len(order)
+    per_member: list[list[TopicPartition]] = [None] * n  # type: ignore[list-item]
+    for position, index in enumerate(order):
+        per_member[index] = layout[position::n]
+    return per_member
+
+
 def _deal(spec, names, counts, n_members, pooled, base, size, first_of, partition_counts, arrays) -> list[list[TopicPartition]]:
     """Every member's partitions, in dealing order, from each topic's subscribers and start."""
     total = sum(partition_counts)
     if FORCE_SPLIT is False and len(arrays) == 1 and size and size[0] == n_members:
-        # Everyone subscribes to every topic: the circle never skips, so the k-th partition of the
-        # whole layout goes to the (k mod n)-th member in MemberInfo order and each member's list is
-        # one strided slice of the layout.
-        layout: list[TopicPartition] = []
-        for topic in names:
-            layout += partitions_of(spec, topic)
-        per_member: list[list[TopicPartition]] = [None] * n_members  # type: ignore[list-item]
-        for position, index in enumerate(pooled[0].tolist()):
-            per_member[index] = layout[position::n_members]
-        return per_member
+        # Everyone subscribes to every topic (in differently ordered lists).
+        return _everyone_everything(spec, counts, pooled[0].tolist())
     blocks = sum(min(n, p) for n, p in zip(size, partition_counts))
     if FORCE_SPLIT is False and (blocks * 4 <= total or blocks <= 2_000):
         # Within a topic, subscriber j (counted from the topic's start) gets partitions j, j + n,

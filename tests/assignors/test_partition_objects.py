@@ -93,3 +93,16 @@ def test_nothing_to_assign_gives_every_member_an_empty_list(assignor):
     # The early return when no subscribed topic has partitions (and when the topics are unknown).
     spec = group(member("b", ["t0"]), member("a", ["t1", "missing"]), topics={"t0": 0, "t1": 0})
     assert assign(spec, assignor).assignment == {"b": [], "a": []}
+
+
+def test_parsed_owned_partitions_are_the_topics_objects_where_the_partition_exists():
+    parsed = parse_group_spec({
+        "assignor": "sticky",
+        "topics": {"t": {"partitions": 2}},
+        "members": [{"member_id": "a", "topics": ["t"], "owned_partitions": [["t", 1], ["t", 5], ["gone", 0]]}],
+    }).spec
+    owned = parsed.members[0].owned_partitions
+    assert owned == (TopicPartition("t", 1), TopicPartition("t", 5), TopicPartition("gone", 0))
+    assert owned[0] is parsed.topics["t"].partition_objects[1]
+    # Stale claims (beyond the partition count, unknown topic) are kept as plain values.
+    assert all(type(tp) is TopicPartition for tp in owned)
