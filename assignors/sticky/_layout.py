@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Sequence
 
 import numpy as np
@@ -80,12 +80,13 @@ def collect_claims(members: Sequence[MemberSpec], layout: Layout) -> Claims:
     if n == 0 or layout.total == 0:
         empty = np.zeros(0, dtype=np.int64)
         return Claims(empty, empty, np.zeros(0, dtype=bool), np.zeros(layout.total, dtype=bool))
-    # Transposing the claims with zip (in C) and reading each column once is the cheapest way in:
-    # each claim costs one dict lookup and no Python-level step.
-    topic_names, numbers = zip(*chain.from_iterable(owned))
+    flat = list(chain.from_iterable(owned))
     member = np.repeat(np.arange(len(members), dtype=np.int64), lengths)
-    topic = np.fromiter(map(layout.topic_index.get, topic_names, repeat(-1)), dtype=np.int64, count=n)
-    partition = np.array(numbers, dtype=np.int64)
+    # Each column read in C (itemgetter over the list); zip(*flat) would cost several times more.
+    topic = np.fromiter(
+        map(layout.topic_index.get, map(itemgetter(0), flat), repeat(-1)), dtype=np.int64, count=n
+    )
+    partition = np.fromiter(map(itemgetter(1), flat), dtype=np.int64, count=n)
     known = topic >= 0
     # A claim of a partition number the topic does not have (deleted and re-created smaller) is
     # treated like a claim of a deleted topic: dropped. Kafka would keep it and hand it out.

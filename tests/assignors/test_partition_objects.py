@@ -95,7 +95,7 @@ def test_nothing_to_assign_gives_every_member_an_empty_list(assignor):
     assert assign(spec, assignor).assignment == {"b": [], "a": []}
 
 
-def test_parsed_owned_partitions_are_the_topics_objects_where_the_partition_exists():
+def test_parsed_owned_partitions_carry_the_metadatas_topic_name_strings():
     parsed = parse_group_spec({
         "assignor": "sticky",
         "topics": {"t": {"partitions": 2}},
@@ -103,6 +103,6 @@ def test_parsed_owned_partitions_are_the_topics_objects_where_the_partition_exis
     }).spec
     owned = parsed.members[0].owned_partitions
     assert owned == (TopicPartition("t", 1), TopicPartition("t", 5), TopicPartition("gone", 0))
-    assert owned[0] is parsed.topics["t"].partition_objects[1]
-    # Stale claims (beyond the partition count, unknown topic) are kept as plain values.
     assert all(type(tp) is TopicPartition for tp in owned)
+    name = next(iter(parsed.topics))
+    assert owned[0].topic is name and owned[1].topic is name
