@@ -137,22 +137,28 @@ def _held_claims(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The claims a member may keep (member, global index), in claim order; the others are marked
     as revoked from their claimant in ``revoked_from``."""
-    held = np.flatnonzero(claims.held)
-    hm = claims.member[held]
-    hg = claims.g[held]
-    if len(held) == 0:  # a first assignment: nothing owned
+    if claims.held.all():
+        # Every claim won (the usual rejoin: nobody claims another's partition).
+        hm, hg = claims.member, claims.g
+    else:
+        held = np.flatnonzero(claims.held)
+        hm, hg = claims.member[held], claims.g[held]
+    if len(hm) == 0:  # a first assignment: nothing owned
         return hm, hg
-    # A member that subscribes to nothing still holds what it owned; whoever gets it must wait
-    # for it to be revoked (our replacement for Kafka's empty-subscription quirk).
-    outsider = ~is_participant[hm]
-    revoked_from[hg[outsider]] = hm[outsider]
-    hm, hg = hm[~outsider], hg[~outsider]
+    if not is_participant.all():
+        # A member that subscribes to nothing still holds what it owned; whoever gets it must
+        # wait for it to be revoked (our replacement for Kafka's empty-subscription quirk).
+        outsider = ~is_participant[hm]
+        revoked_from[hg[outsider]] = hm[outsider]
+        hm, hg = hm[~outsider], hg[~outsider]
     if racks.active and len(hg):
         mismatch = np.fromiter(
             (racks.mismatch(m, g) for m, g in zip(hm.tolist(), hg.tolist())), dtype=bool, count=len(hg)
         )
         revoked_from[hg[mismatch]] = hm[mismatch]
         hm, hg = hm[~mismatch], hg[~mismatch]
+    if not claims.doubly.any():
+        return hm, hg
     not_doubly = ~claims.doubly[hg]
     return hm[not_doubly], hg[not_doubly]
 
