@@ -344,16 +344,16 @@ def timed_sink(timings: dict[int, dict]):
 def run_baseline(spark, config: Config, timings: dict[int, dict]):
     """Stateless copy: the same Kafka options and parse, straight to one Delta table."""
     from streaming.job import build_stream
+    from streaming.sinks import BatchLedger, append_once
 
     parsed = build_stream(spark, config)
     path = config.output.table_path("baseline_events")
-    app_id = config.output.app_id
+    ledger = BatchLedger(config.output.app_id)
 
     def sink(batch, batch_id):
         t0 = time.perf_counter()
         # Same idempotent append the job's sink does, so the Delta side costs the same per commit.
-        (batch.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id)
-         .save(path))
+        append_once(batch, path, ledger, batch_id)
         timings[batch_id] = {"compute_ms": None, "sink_ms": round((time.perf_counter() - t0) * 1000)}
 
     return (parsed.writeStream.queryName("baseline-copy").foreachBatch(sink)
