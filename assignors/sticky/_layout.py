@@ -87,6 +87,14 @@ def collect_claims(members: Sequence[MemberSpec], layout: Layout) -> Claims:
         map(layout.topic_index.get, map(itemgetter(0), flat), repeat(-1)), dtype=np.int64, count=n
     )
     partition = np.fromiter(map(itemgetter(1), flat), dtype=np.int64, count=n)
+    if topic.min() >= 0 and partition.min() >= 0 and (partition < layout.counts[topic]).all():
+        # Every claim names an assignable partition (the usual case): nothing to filter.
+        return Claims(
+            member=member,
+            g=layout.offsets[topic] + partition,
+            held=np.zeros(n, dtype=bool),
+            doubly=np.zeros(layout.total, dtype=bool),
+        )
     known = topic >= 0
     # A claim of a partition number the topic does not have (deleted and re-created smaller) is
     # treated like a claim of a deleted topic: dropped. Kafka would keep it and hand it out.

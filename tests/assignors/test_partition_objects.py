@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from assignors import GroupSpec, TopicPartition, TopicSpec, assign
+from assignors import GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
 from assignors.codec import format_group_spec, parse_group_spec
 
 from .conftest import group, member
@@ -106,3 +106,23 @@ def test_parsed_owned_partitions_carry_the_metadatas_topic_name_strings():
     assert all(type(tp) is TopicPartition for tp in owned)
     name = next(iter(parsed.topics))
     assert owned[0].topic is name and owned[1].topic is name
+
+
+@pytest.mark.parametrize("assignor", ("sticky", "cooperative-sticky"))
+@pytest.mark.parametrize("seed", range(30))
+def test_sticky_claims_of_missing_partitions_change_nothing(assignor, seed):
+    # Claims are read with a fast path when all of them name existing partitions, and filtered
+    # otherwise: adding claims of partitions that do not exist (beyond the count, unknown topic)
+    # must give the same answer as leaving them out.
+    rng = random.Random(seed)
+    topics = {f"t{i}": rng.randint(1, 6) for i in range(rng.randint(1, 3))}
+    names = list(topics)
+    partitions = [TopicPartition(t, p) for t, count in topics.items() for p in range(count)]
+    rng.shuffle(partitions)
+    clean, noisy = [], []
+    for i in range(rng.randint(1, 6)):
+        owned = [partitions.pop() for _ in range(rng.randint(0, 2)) if partitions]
+        stale = [TopicPartition(rng.choice(names), 50 + i), TopicPartition("gone", i)][: rng.randint(0, 2)]
+        clean.append(MemberSpec(f"m{i}", tuple(names), tuple(owned), generation=1))
+        noisy.append(MemberSpec(f"m{i}", tuple(names), tuple(owned + stale), generation=1))
+    assert assign(group(*noisy, topics=topics), assignor) == assign(group(*clean, topics=topics), assignor)
