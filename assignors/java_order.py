@@ -49,10 +49,21 @@ def string_hashes(strings: Sequence[str]) -> list[int]:
     """
     if len(strings) < _VECTOR_MIN or not "".join(strings).isascii():
         return [string_hash(s) for s in strings]
+    return _ascii_hash_array(strings).tolist()
+
+
+def string_hash_array(strings: Sequence[str]) -> np.ndarray:
+    """:func:`string_hashes` as a ``uint64`` array, for callers that go on in NumPy."""
+    if len(strings) < _VECTOR_MIN or not "".join(strings).isascii():
+        return np.array([string_hash(s) for s in strings], dtype=np.uint64)
+    return _ascii_hash_array(strings)
+
+
+def _ascii_hash_array(strings: Sequence[str]) -> np.ndarray:
     width = max(map(len, strings))
     raw = "".join(map(str.rjust, strings, repeat(width), repeat("\0"))).encode("ascii")
     chars = np.frombuffer(raw, dtype=np.uint8).reshape(len(strings), width).astype(np.uint64)
-    return ((chars @ _powers_of_31(width)) & np.uint64(_MASK32)).tolist()
+    return (chars @ _powers_of_31(width)) & np.uint64(_MASK32)
 
 
 @lru_cache(maxsize=64)

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from .._common import distinct_subscriptions, partitions_of
-from ..java_order import string_hashes, table_capacity
+from ..java_order import string_hash_array, table_capacity
 from ..model import GroupSpec, MemberSpec, TopicPartition
 
 
@@ -126,11 +126,10 @@ def hashmap_visit_order(member_ids: Sequence[str]) -> np.ndarray:
     n = len(member_ids)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    h = np.array(string_hashes(member_ids), dtype=np.uint32)
-    spread = h ^ (h >> np.uint32(16))
-    bucket = spread & np.uint32(table_capacity(n) - 1)
+    h = string_hash_array(member_ids)  # 32-bit values in uint64
+    bucket = (h ^ (h >> np.uint64(16))) & np.uint64(table_capacity(n) - 1)
     # A stable sort keeps insertion order inside a bucket, as Java's bucket lists do.
-    return np.argsort(bucket, kind="stable").astype(np.int64)
+    return np.argsort(bucket, kind="stable")
 
 
 def member_id_ranks(members: Sequence[MemberSpec]) -> np.ndarray:

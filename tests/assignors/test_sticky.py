@@ -360,6 +360,9 @@ def test_fast_hashmap_order_matches_the_reference_emulation():
         ids = list(dict.fromkeys(ids))
         fast = [ids[i] for i in hashmap_visit_order(ids)]
         assert fast == hashmap_order(ids)
+        # Non-ASCII ids take the per-string hash, below and above the vectorised size.
+        accented = [f"{member_id}-é" for member_id in ids]
+        assert [accented[i] for i in hashmap_visit_order(accented)] == hashmap_order(accented)
 
 
 def test_claim_of_a_partition_number_the_topic_lacks_is_ignored():
