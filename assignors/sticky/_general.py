@@ -521,6 +521,7 @@ class _GeneralBuilder:
             if hi - lo <= SMALL:
                 # A topic's edges are in rank order, so these receivers are too.
                 receivers = []
+                units = 0
                 for e in range(lo, hi):
                     d = x_l[e] - kept_l[e]
                     if d > 0:
@@ -528,11 +529,12 @@ class _GeneralBuilder:
                         start = run[m]
                         receivers.append((start, start + d, m))
                         run[m] = start + d
+                        units += d
                 if not receivers:
                     continue
                 base, end = off[t], off[t + 1]
                 small_g += range(base, end) if taken_l is None else [g for g in range(base, end) if not taken_l[g]]
-                small_m += deal_levels(receivers)
+                small_m += deal_levels(receivers, units)
                 continue
             deficit = np.array(x_l[lo:hi], dtype=np.int64) - np.array(kept_l[lo:hi], dtype=np.int64)
             want = deficit > 0
@@ -644,7 +646,7 @@ def _level_fill_small(loads: list[int], ranks: list[int], units: int) -> list[in
     return add
 
 
-def deal_levels(receivers: list[tuple[int, int, int]]) -> list[int]:
+def deal_levels(receivers: list[tuple[int, int, int]], units: int | None = None) -> list[int]:
     """:func:`_deal_order` on lists. ``receivers``: (running count, count after the deal, member),
     in rank order; a member appears once per unit it receives, in the order of the units' (level,
     rank), where its units have levels ``running .. after - 1``.
@@ -653,9 +655,10 @@ def deal_levels(receivers: list[tuple[int, int, int]]) -> list[int]:
     without building and sorting one tuple per unit; when the levels are spread too thinly over the
     receivers for a sweep to pay, the units are sorted after all.
     """
-    low = min(start for start, _, _ in receivers)
-    high = max(end for _, end, _ in receivers)
-    units = sum(end - start for start, end, _ in receivers)
+    starts, ends, _ = zip(*receivers)
+    low, high = min(starts), max(ends)
+    if units is None:  # the caller may pass the total it already has
+        units = sum(ends) - sum(starts)
     if (high - low) * len(receivers) <= 4 * units + 64:
         order: list[int] = []
         for level in range(low, high):
