@@ -86,10 +86,13 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
     visit = hashmap_visit_order([m.member_id for m in members])
     resolve_ownership(members, visit, claims)
     if equal:
-        subscribed = np.array([bool(m.topics) for m in members], dtype=bool)
-        visit_subscribed = visit[subscribed[visit]]
+        if all(layout.subscriptions):  # no member has an empty subscription: all take part
+            participants, visit_subscribed = np.arange(len(members), dtype=np.int64), visit
+        else:
+            subscribed = np.array([bool(m.topics) for m in members], dtype=bool)
+            participants, visit_subscribed = np.flatnonzero(subscribed), visit[subscribed[visit]]
         draft = build_constrained(
-            members, np.flatnonzero(subscribed), visit_subscribed, layout, claims, racks, spec.group_id
+            members, participants, visit_subscribed, layout, claims, racks, spec.group_id
         )
     else:
         draft = build_general(members, layout, claims, racks, cooperative, visit)
