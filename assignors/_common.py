@@ -159,6 +159,8 @@ def subscribers_per_topic(
         for topic in topics:
             groups_of_topic.setdefault(topic, []).append(g)
 
+    if len(member_order) <= SMALL_GROUP:
+        return _subscribers_per_topic_small(member_order, member_group, len(group_topics), groups_of_topic)
     order = np.asarray(member_order, dtype=np.int64)
     ordered_groups = np.array(member_group, dtype=np.int64)[order]
     shared: dict[tuple[int, ...], np.ndarray] = {}
@@ -174,6 +176,42 @@ def subscribers_per_topic(
                 selected = np.zeros(len(group_topics), dtype=bool)
                 selected[groups] = True
                 subscribers = order[selected[ordered_groups]]
+            subscribers.flags.writeable = False
+            shared[key] = subscribers
+        result[topic] = subscribers
+    return result
+
+
+#: Up to this many members :func:`subscribers_per_topic` sorts members into their subscription
+#: groups with one pass over a list: NumPy's per-call cost outweighs the work on small groups.
+#: Both ways give the same arrays (tests check it).
+SMALL_GROUP = 256
+
+
+def _subscribers_per_topic_small(
+    member_order: Sequence[int],
+    member_group: list[int],
+    n_groups: int,
+    groups_of_topic: dict[str, list[int]],
+) -> dict[str, np.ndarray]:
+    """:func:`subscribers_per_topic`'s answer for small groups, on lists."""
+    in_group: list[list[int]] = [[] for _ in range(n_groups)]
+    for index in member_order:
+        in_group[member_group[index]].append(index)
+    shared: dict[tuple[int, ...], np.ndarray] = {}
+    result: dict[str, np.ndarray] = {}
+    for topic, groups in groups_of_topic.items():
+        key = tuple(groups)
+        subscribers = shared.get(key)
+        if subscribers is None:
+            if len(groups) == n_groups:
+                members = member_order
+            elif len(groups) == 1:
+                members = in_group[groups[0]]
+            else:
+                selected = set(groups)
+                members = [i for i in member_order if member_group[i] in selected]
+            subscribers = np.array(members, dtype=np.int64)
             subscribers.flags.writeable = False
             shared[key] = subscribers
         result[topic] = subscribers
