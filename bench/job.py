@@ -504,6 +504,7 @@ def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: 
     """The processor's Python side on one synthetic bucket, with cProfile: ``groups`` groups of
     ``members`` members with ``beats_per_member`` heartbeats each (75,000-row batches over 1,000
     groups hold ~7 per member), in the operator's narrow input form."""
+    import numpy as np
     import pandas as pd
 
     from streaming.group_state import EngineSettings
@@ -515,9 +516,10 @@ def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: 
     t0 = FIXED_START_MS
     topics = ["orders", "payments"]
 
-    def row(gid, kind, member, t, payload=None):
+    def row(gid, kind, member, t, payload=None, beat_times=None):
         return {"group_key": gid, "kind": kind, "member_id": member, "event_time": t, "reject_reason": None,
-                "task_lags": None, "payload": json.dumps(payload) if payload is not None else None}
+                "task_lags": None, "payload": json.dumps(payload) if payload is not None else None,
+                "beat_times": beat_times}
 
     def frame(start, beats, first):
         rows = []
@@ -534,9 +536,9 @@ def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: 
                         "group_type": "consumer", "type": "join", "member_id": f"{gid}-m{m}", "topics": topics,
                         "protocol": "eager" if g % 2 else "cooperative",
                         "assignor": "range" if g % 2 else "cooperative-sticky", "session_timeout_ms": 45_000}))
-            for k in range(beats):
-                for m in range(members):
-                    rows.append(row(gid, "heartbeat", f"{gid}-m{m}", start + k * 1000 + m * 97))
+            for m in range(members):  # packed as compact_heartbeats hands them over: one row per member
+                times = [start + k * 1000 + m * 97 for k in range(beats)]
+                rows.append(row(gid, "heartbeat", f"{gid}-m{m}", max(times), beat_times=np.array(times)))
         return pd.DataFrame(rows, columns=list(INPUT_COLUMNS))
 
     list(processor.handleInputRows((0,), iter([frame(t0 + 100, 10, True)]), _FakeTimerValues(0)))
@@ -552,7 +554,8 @@ def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: 
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(18)
     top = [line for line in text.getvalue().splitlines() if line.strip()][:40]
     return {
-        "shape": {"groups_in_bucket": groups, "members_per_group": members, "rows": len(batch)},
+        "shape": {"groups_in_bucket": groups, "members_per_group": members, "rows": len(batch),
+                  "heartbeat_records": groups * members * beats_per_member},
         "handle_input_rows_s_per_bucket_batch": round(whole, 3),
         "ms_per_group": round(whole / groups * 1000, 3),
         "state_blob_bytes_per_group": round(statistics.fmean(len(bytes(v[0])) for v in handle.groups.values())),

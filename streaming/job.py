@@ -45,22 +45,25 @@ def build_history(spark, config: Config):
     """Parsed records -> per-group stateful processor -> rows for the tables (table, group, payload)."""
     from pyspark.sql import functions as F
 
-    from streaming.processor import OUTPUT_SCHEMA, GroupProcessor, narrow_input
+    from streaming.processor import OUTPUT_SCHEMA, GroupProcessor, compacted_input, narrow_input
 
     parsed = build_stream(spark, config)
-    keyed = (parsed
-             # Records that name no group still pass through (to rejected_events) under the "" key.
-             .withColumn("group_key", F.coalesce(F.col("group_id"), F.lit("")))
-             # Spark drops rows older than the watermark before they reach the processor. Only
-             # heartbeats carry the event-time column, so only they can be dropped, and only when
-             # they are idle_group_grace_ms behind the stream's newest heartbeat: by then their group
-             # has been moved on and they could change nothing. Membership events and refused
-             # records always reach the processor, which applies or records them.
-             .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reject_reason").isNull(),
-                                            F.timestamp_millis(F.col("event_time"))))
-             .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
+    # Records that name no group still pass through (to rejected_events) under the "" key.
+    keyed = parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit("")))
+    # A member's heartbeats in a batch travel as one row from here on (see compacted_input).
+    compacted = compacted_input(narrow_input(keyed))
+    watermarked = (compacted
+                   # Spark drops rows older than the watermark before they reach the processor. Only
+                   # heartbeats carry the event-time column (a packed row: its newest heartbeat), so only
+                   # they can be dropped, and only when they are idle_group_grace_ms behind the stream's
+                   # newest heartbeat: by then their group has been moved on and they could change
+                   # nothing. Membership events and refused records always reach the processor, which
+                   # applies or records them.
+                   .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reject_reason").isNull(),
+                                                  F.timestamp_millis(F.col("event_time"))))
+                   .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
     # Keyed by state bucket, not by group: Spark's per-key cost dominates otherwise (see processor.py).
-    bucketed = narrow_input(keyed).withColumn(
+    bucketed = watermarked.withColumn(
         "state_bucket", F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)))
     return bucketed.groupBy("state_bucket").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.engine_settings()),

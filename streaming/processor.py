@@ -46,12 +46,14 @@ MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
 #: What the operator receives per row: few, narrow columns. Wide rows cost Spark more to move
 #: through the Python worker than anything the processor does (bench/tws_probe.py), so a
 #: membership event's fields, or a refused record's, travel as one JSON ``payload`` (null for
-#: heartbeats, the bulk), built by :func:`narrow_input`.
-INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "task_lags", "payload")
+#: heartbeats, the bulk), built by :func:`narrow_input`. ``beat_times`` carries the event times of a
+#: member's heartbeats packed into one row by :func:`compact_heartbeats` (null on other rows).
+INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "task_lags", "payload",
+                 "beat_times")
 
 
 def narrow_input(keyed):
-    """The operator's input: :data:`INPUT_COLUMNS` (plus the watermark column and the key)."""
+    """The operator's input before compaction: :data:`INPUT_COLUMNS` but ``beat_times``."""
     from pyspark.sql import functions as F
 
     refused = F.col("reject_reason").isNotNull()
@@ -59,7 +61,56 @@ def narrow_input(keyed):
     source = [F.unix_millis(F.col(c)).alias(c) if c == "kafka_timestamp" else F.col(c) for c in REJECTED_FROM_INPUT]
     payload = (F.when(refused, F.to_json(F.struct(*source)))
                .when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS]))))
-    return keyed.select(*INPUT_COLUMNS[:-1], payload.alias("payload"), "event_ts")
+    return keyed.select(*INPUT_COLUMNS[:-2], payload.alias("payload"))
+
+
+def compacted_input(narrow):
+    """``narrow`` with each member's plain heartbeats of an input partition packed into one row.
+
+    Heartbeats are nearly all the traffic, and every row the stateful operator receives costs
+    Spark a shuffle write and read and a row-by-row walk in the Python worker's deserialiser
+    (bench/tws_probe.py, finding 6). The engine needs only each member's heartbeat times, so a
+    member's heartbeats in one Kafka partition's slice of the batch travel as one row whose
+    ``beat_times`` lists them and whose ``event_time`` is the newest (what the watermark needs).
+    Nothing is lost: the processor unpacks the times, and the engine sorts them itself. Streams
+    heartbeats (with ``task_lags``), membership events and refused records pass through unchanged.
+    """
+    from pyspark.sql.types import ArrayType, LongType
+
+    # A new StructType: StructType.add would change the DataFrame's own cached schema in place.
+    schema = StructType([*narrow.schema.fields, StructField("beat_times", ArrayType(LongType()), True)])
+    return narrow.mapInArrow(compact_heartbeats, schema)
+
+
+def compact_heartbeats(batches):
+    """The Arrow side of :func:`compacted_input` (one input partition's record batches)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        plain_beat = pc.and_kleene(pc.equal(table["kind"], HEARTBEAT),
+                                   pc.and_kleene(pc.is_null(table["reject_reason"]), pc.is_null(table["task_lags"])))
+        plain_beat = pc.fill_null(plain_beat, False)
+        others = table.filter(pc.invert(plain_beat))
+        packed = (table.filter(plain_beat).group_by(["group_key", "member_id"], use_threads=False)
+                  .aggregate([("event_time", "list"), ("event_time", "max")]))
+        n = packed.num_rows
+        columns = {
+            "group_key": packed["group_key"],
+            "kind": pc.fill_null(pa.nulls(n, table.schema.field("kind").type), HEARTBEAT),
+            "member_id": packed["member_id"],
+            "event_time": packed["event_time_max"],
+            "reject_reason": pa.nulls(n, table.schema.field("reject_reason").type),
+            "task_lags": pa.nulls(n, table.schema.field("task_lags").type),
+            "payload": pa.nulls(n, table.schema.field("payload").type),
+            "beat_times": packed["event_time_list"],
+        }
+        schema = table.schema.append(pa.field("beat_times", pa.list_(pa.int64())))
+        # Built against the input's schema: its nullability flags (group_key is never null) must match.
+        beats = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+        others = others.append_column(schema.field("beat_times"), pa.nulls(others.num_rows, pa.list_(pa.int64())))
+        yield from pa.concat_tables([others, beats]).to_batches()
 
 
 def _plain(value: Any) -> Any:
@@ -157,16 +208,17 @@ class GroupProcessor(StatefulProcessor):
                 row["reason"] = columns.reasons[i]
                 out.append((tables.REJECTED_EVENTS, row.get("group_id"), json.dumps(row)))
         n_refused = int(refused.sum())
-        stats = {"records": len(positions), "rejected": n_refused}
+        stats = {"records": int(columns.records[positions].sum()), "rejected": n_refused}
 
         if group_id and n_refused < len(positions):
             # Heartbeats, the bulk, stay arrays: they never become Python dicts.
             membership = positions[(kinds == MEMBERSHIP) & ~refused]
             heartbeats = positions[(kinds == HEARTBEAT) & ~refused]
             events = [json.loads(columns.payloads[i]) for i in membership]
+            beat_members, beat_times = columns.heartbeats(heartbeats)
             state = self._load(group_id)
             outputs, batch_stats = advance(
-                state, events, columns.member_ids[heartbeats], columns.event_times[heartbeats], self.settings,
+                state, events, beat_members, beat_times, self.settings,
                 watermark_ms=watermark, progress_reports=columns.lag_reports(heartbeats))
             self._save(state, index)
             out.extend(self._rows(group_id, outputs))
@@ -213,6 +265,20 @@ class _Columns:
         # Null only on refused rows, which never reach the engine's time arithmetic.
         self.event_times = batch["event_time"].fillna(-1).to_numpy().astype(np.int64)
         self.lags = batch["task_lags"].to_numpy(dtype=object)
+        # A packed row (compact_heartbeats) stands for len(beat_times) heartbeat records.
+        self.beat_times = batch["beat_times"].to_numpy(dtype=object)
+        self.packed = np.fromiter((t is not None and not isinstance(t, float) for t in self.beat_times), bool,
+                                  count=len(self.beat_times))
+        self.records = np.ones(len(batch), dtype=np.int64)
+        self.records[self.packed] = [len(t) for t in self.beat_times[self.packed]]
+
+    def heartbeats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The heartbeat records of ``rows`` (heartbeat rows), unpacked: (member ids, event times)."""
+        if len(rows) == 0:
+            return np.empty(0, dtype=object), np.empty(0, dtype=np.int64)
+        members = np.repeat(self.member_ids[rows], self.records[rows])
+        times = np.concatenate([self.beat_times[i] if self.packed[i] else self.event_times[i:i + 1] for i in rows])
+        return members, times.astype(np.int64, copy=False)
 
     def lag_reports(self, heartbeats: np.ndarray) -> list[tuple[str, int, dict[str, int]]]:
         """Kafka Streams heartbeats' task lags, every report with its time (the engine applies them
