@@ -43,13 +43,13 @@ _GROUP_KEY_SCHEMA = StructType([StructField("group_id", StringType(), False)])
 REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
                         "raw_value", "event_time", "kafka_timestamp")
 MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
-#: What the operator receives per row: few, narrow columns. Wide rows cost Spark more to move
+#: What the operator receives per row: few, narrow, flat columns. Wide rows cost Spark more to move
 #: through the Python worker than anything the processor does (bench/tws_probe.py), so a
-#: membership event's fields, or a refused record's, travel as one JSON ``payload`` (null for
-#: heartbeats, the bulk), built by :func:`narrow_input`. ``beat_times`` carries the event times of a
+#: membership event's fields, a refused record's, or a Streams heartbeat's task lags travel as one
+#: JSON ``payload`` (null for plain heartbeats, the bulk), built by :func:`narrow_input`. (A map
+#: column alone, even all null, cost 1.5 s per 75,000 rows in Spark's Arrow writer.) ``beat_times`` carries the event times of a
 #: member's heartbeats packed into one row by :func:`compact_heartbeats` (null on other rows).
-INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "task_lags", "payload",
-                 "beat_times")
+INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "payload", "beat_times")
 
 
 def narrow_input(keyed):
@@ -60,7 +60,8 @@ def narrow_input(keyed):
     # The Kafka record's timestamp is a Spark timestamp; the tables keep epoch milliseconds.
     source = [F.unix_millis(F.col(c)).alias(c) if c == "kafka_timestamp" else F.col(c) for c in REJECTED_FROM_INPUT]
     payload = (F.when(refused, F.to_json(F.struct(*source)))
-               .when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS]))))
+               .when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS])))
+               .when(F.col("task_lags").isNotNull(), F.to_json(F.struct("task_lags"))))
     return keyed.select(*INPUT_COLUMNS[:-2], payload.alias("payload"))
 
 
@@ -72,8 +73,9 @@ def compacted_input(narrow):
     (bench/tws_probe.py, finding 6). The engine needs only each member's heartbeat times, so a
     member's heartbeats in one Kafka partition's slice of the batch travel as one row whose
     ``beat_times`` lists them and whose ``event_time`` is the newest (what the watermark needs).
-    Nothing is lost: the processor unpacks the times, and the engine sorts them itself. Streams
-    heartbeats (with ``task_lags``), membership events and refused records pass through unchanged.
+    Nothing is lost: the processor unpacks the times, and the engine sorts them itself. Rows with a
+    ``payload`` (membership events, refused records, Streams heartbeats with task lags) pass
+    through unchanged.
     """
     from pyspark.sql.types import ArrayType, LongType
 
@@ -90,7 +92,7 @@ def compact_heartbeats(batches):
     for batch in batches:
         table = pa.Table.from_batches([batch])
         plain_beat = pc.and_kleene(pc.equal(table["kind"], HEARTBEAT),
-                                   pc.and_kleene(pc.is_null(table["reject_reason"]), pc.is_null(table["task_lags"])))
+                                   pc.and_kleene(pc.is_null(table["reject_reason"]), pc.is_null(table["payload"])))
         plain_beat = pc.fill_null(plain_beat, False)
         others = table.filter(pc.invert(plain_beat))
         packed = (table.filter(plain_beat).group_by(["group_key", "member_id"], use_threads=False)
@@ -102,7 +104,6 @@ def compact_heartbeats(batches):
             "member_id": packed["member_id"],
             "event_time": packed["event_time_max"],
             "reject_reason": pa.nulls(n, table.schema.field("reject_reason").type),
-            "task_lags": pa.nulls(n, table.schema.field("task_lags").type),
             "payload": pa.nulls(n, table.schema.field("payload").type),
             "beat_times": packed["event_time_list"],
         }
@@ -264,7 +265,6 @@ class _Columns:
         self.member_ids = batch["member_id"].to_numpy(dtype=object)
         # Null only on refused rows, which never reach the engine's time arithmetic.
         self.event_times = batch["event_time"].fillna(-1).to_numpy().astype(np.int64)
-        self.lags = batch["task_lags"].to_numpy(dtype=object)
         # A packed row (compact_heartbeats) stands for len(beat_times) heartbeat records.
         self.beat_times = batch["beat_times"].to_numpy(dtype=object)
         self.packed = np.fromiter((t is not None and not isinstance(t, float) for t in self.beat_times), bool,
@@ -285,12 +285,11 @@ class _Columns:
         in event time, so the lags a rebalance sees do not depend on batch boundaries)."""
         out = []
         for i in heartbeats:
-            lags = self.lags[i]
-            if lags is None or (isinstance(lags, float) and math.isnan(lags)):
+            payload = self.payloads[i]  # {"task_lags": {...}} on a Streams heartbeat (narrow_input)
+            if payload is None or (isinstance(payload, float) and math.isnan(payload)):
                 continue
-            # Arrow hands a map column over as a dict or as a list of (key, value) pairs.
-            pairs = lags.items() if isinstance(lags, dict) else lags
-            out.append((str(self.member_ids[i]), int(self.event_times[i]), {str(k): int(v) for k, v in pairs}))
+            lags = json.loads(payload)["task_lags"]
+            out.append((str(self.member_ids[i]), int(self.event_times[i]), {str(k): int(v) for k, v in lags.items()}))
         return out
 
 
