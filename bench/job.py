@@ -708,7 +708,9 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
     tail = DeltaTail(config.output.table_path("balance_metrics"), ["group_id", "trigger_member", "generation"])
     traffic.start()
     produced_at_start = time.monotonic()
-    query = start_query(spark, config, available_now=False)
+    timings: dict[int, dict] = {}
+    with timed_sink(timings):  # start_query imports write_batch now: the wrapper stays in place
+        query = start_query(spark, config, available_now=False)
     latencies: list[float] = []
     missing: list[str] = []
     try:
@@ -756,6 +758,7 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
         query.stop()
         traffic.stop()
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+    probe_batches = [timings[p["batchId"]] for p in progress if p["batchId"] in timings]
     input_rates = [p.get("inputRowsPerSecond") or 0 for p in progress]
     processed = [p.get("processedRowsPerSecond") or 0 for p in progress]
     result.update({
@@ -766,6 +769,8 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
         "batches_during_probes": len(progress),
         "batch_duration_s": _percentiles(durations),
         "batch_rows": _percentiles([p["numInputRows"] for p in progress]),
+        "batch_compute_s": _percentiles([t["compute_ms"] / 1000 for t in probe_batches]),
+        "batch_sink_s": _percentiles([t["sink_ms"] / 1000 for t in probe_batches]),
         "input_rows_per_s_mean": round(statistics.fmean(input_rates)) if input_rates else None,
         "processed_rows_per_s_mean": round(statistics.fmean(processed)) if processed else None,
         "target_p99_below_s": 5.0,
@@ -1061,8 +1066,8 @@ def markdown(results: dict) -> str:
             "`trigger_member` = that member (the Delta log is polled every 50 ms with pyarrow).",
             "",
             "| setting | trigger | coalesce ms | lateness ms | background events/s | samples | missing | p50 s | p90 s | "
-            "p99 s | max s | batch s p50 / max | load start -> end |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+            "p99 s | max s | batch s p50 / max | compute s p50 | sink s p50 | load start -> end |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
         ]
         for name, r in lat.items():
             j, q = r["job"], r["latency_s"]
@@ -1071,6 +1076,7 @@ def markdown(results: dict) -> str:
                 f"{_fmt(r['produced_events_per_s'])} | {r['samples']} | {r['missing']} | {_fmt(q.get('p50'))} | "
                 f"{_fmt(q.get('p90'))} | **{_fmt(q.get('p99'))}** | {_fmt(q.get('max'))} | "
                 f"{_fmt(r['batch_duration_s'].get('p50'))} / {_fmt(r['batch_duration_s'].get('max'))} | "
+                f"{_fmt(r.get('batch_compute_s', {}).get('p50'))} | {_fmt(r.get('batch_sink_s', {}).get('p50'))} | "
                 f"{r['load_start']} -> {r['load_end']} |")
         lines += ["", "Target p99 < 5 s: " + ", ".join(
             f"{name} **{'met' if r['target_met'] else 'missed'}**" for name, r in lat.items()) + "."]
