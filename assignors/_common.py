@@ -6,7 +6,7 @@ import gc
 from contextlib import contextmanager
 from itertools import repeat
 from operator import attrgetter
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -160,22 +160,33 @@ def subscribers_per_topic(
             groups_of_topic.setdefault(topic, []).append(g)
 
     if len(member_order) <= SMALL_GROUP:
-        return _subscribers_per_topic_small(member_order, member_group, len(group_topics), groups_of_topic)
+        return _share_per_subscription(groups_of_topic, _small_group_subscribers(member_order, member_group,
+                                                                                 len(group_topics)))
     order = np.asarray(member_order, dtype=np.int64)
     ordered_groups = np.array(member_group, dtype=np.int64)[order]
+
+    def subscribers_of(groups: list[int]) -> np.ndarray:
+        if len(groups) == len(group_topics):
+            return order.copy()
+        # A lookup table over the few subscription groups; np.isin costs far more on them.
+        selected = np.zeros(len(group_topics), dtype=bool)
+        selected[groups] = True
+        return order[selected[ordered_groups]]
+
+    return _share_per_subscription(groups_of_topic, subscribers_of)
+
+
+def _share_per_subscription(groups_of_topic: dict[str, list[int]],
+                            subscribers_of: Callable[[list[int]], np.ndarray]) -> dict[str, np.ndarray]:
+    """Each topic's subscribers, computed once per distinct set of subscription groups and shared
+    (read-only) by the topics with that set."""
     shared: dict[tuple[int, ...], np.ndarray] = {}
     result: dict[str, np.ndarray] = {}
     for topic, groups in groups_of_topic.items():
         key = tuple(groups)
         subscribers = shared.get(key)
         if subscribers is None:
-            if len(groups) == len(group_topics):
-                subscribers = order.copy()
-            else:
-                # A lookup table over the few subscription groups; np.isin costs far more on them.
-                selected = np.zeros(len(group_topics), dtype=bool)
-                selected[groups] = True
-                subscribers = order[selected[ordered_groups]]
+            subscribers = subscribers_of(groups)
             subscribers.flags.writeable = False
             shared[key] = subscribers
         result[topic] = subscribers
@@ -188,34 +199,24 @@ def subscribers_per_topic(
 SMALL_GROUP = 256
 
 
-def _subscribers_per_topic_small(
-    member_order: Sequence[int],
-    member_group: list[int],
-    n_groups: int,
-    groups_of_topic: dict[str, list[int]],
-) -> dict[str, np.ndarray]:
-    """:func:`subscribers_per_topic`'s answer for small groups, on lists."""
+def _small_group_subscribers(member_order: Sequence[int], member_group: list[int],
+                             n_groups: int) -> Callable[[list[int]], np.ndarray]:
+    """:func:`subscribers_per_topic`'s way for small groups, on lists."""
     in_group: list[list[int]] = [[] for _ in range(n_groups)]
     for index in member_order:
         in_group[member_group[index]].append(index)
-    shared: dict[tuple[int, ...], np.ndarray] = {}
-    result: dict[str, np.ndarray] = {}
-    for topic, groups in groups_of_topic.items():
-        key = tuple(groups)
-        subscribers = shared.get(key)
-        if subscribers is None:
-            if len(groups) == n_groups:
-                members = member_order
-            elif len(groups) == 1:
-                members = in_group[groups[0]]
-            else:
-                selected = set(groups)
-                members = [i for i in member_order if member_group[i] in selected]
-            subscribers = np.array(members, dtype=np.int64)
-            subscribers.flags.writeable = False
-            shared[key] = subscribers
-        result[topic] = subscribers
-    return result
+
+    def subscribers_of(groups: list[int]) -> np.ndarray:
+        if len(groups) == n_groups:
+            members = member_order
+        elif len(groups) == 1:
+            members = in_group[groups[0]]
+        else:
+            selected = set(groups)
+            members = [i for i in member_order if member_group[i] in selected]
+        return np.array(members, dtype=np.int64)
+
+    return subscribers_of
 
 
 @contextmanager
