@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType
 
 from schemas import tables
 from schemas.events import MEMBERSHIP_FIELDS
@@ -47,8 +47,9 @@ MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
 #: through the Python worker than anything the processor does (bench/tws_probe.py), so a
 #: membership event's fields, a refused record's, or a Streams heartbeat's task lags travel as one
 #: JSON ``payload`` (null for plain heartbeats, the bulk), built by :func:`narrow_input`. (A map
-#: column alone, even all null, cost 1.5 s per 75,000 rows in Spark's Arrow writer.) ``beat_times`` carries the event times of a
-#: member's heartbeats packed into one row by :func:`compact_heartbeats` (null on other rows).
+#: column alone, even all null, cost 1.5 s per 75,000 rows in Spark's Arrow writer.)
+#: ``beat_times`` carries the event times of a member's heartbeats packed into one row by
+#: :func:`compact_heartbeats` (null on other rows).
 INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "payload", "beat_times")
 
 
@@ -62,7 +63,7 @@ def narrow_input(keyed):
     payload = (F.when(refused, F.to_json(F.struct(*source)))
                .when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS])))
                .when(F.col("task_lags").isNotNull(), F.to_json(F.struct("task_lags"))))
-    return keyed.select(*INPUT_COLUMNS[:-2], payload.alias("payload"))
+    return keyed.select("group_key", "kind", "member_id", "event_time", "reject_reason", payload.alias("payload"))
 
 
 def compacted_input(narrow):
@@ -77,8 +78,6 @@ def compacted_input(narrow):
     ``payload`` (membership events, refused records, Streams heartbeats with task lags) pass
     through unchanged.
     """
-    from pyspark.sql.types import ArrayType, LongType
-
     # A new StructType: StructType.add would change the DataFrame's own cached schema in place.
     schema = StructType([*narrow.schema.fields, StructField("beat_times", ArrayType(LongType()), True)])
     return narrow.mapInArrow(compact_heartbeats, schema)
@@ -89,11 +88,12 @@ def compact_heartbeats(batches):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    beat_times = pa.field("beat_times", pa.list_(pa.int64()))
     for batch in batches:
         table = pa.Table.from_batches([batch])
-        plain_beat = pc.and_kleene(pc.equal(table["kind"], HEARTBEAT),
-                                   pc.and_kleene(pc.is_null(table["reject_reason"]), pc.is_null(table["payload"])))
-        plain_beat = pc.fill_null(plain_beat, False)
+        # A plain heartbeat: not refused, and no payload (a Streams heartbeat's lags travel there).
+        plain_beat = pc.and_(pc.fill_null(pc.equal(table["kind"], HEARTBEAT), False),
+                             pc.and_(pc.is_null(table["reject_reason"]), pc.is_null(table["payload"])))
         others = table.filter(pc.invert(plain_beat))
         packed = (table.filter(plain_beat).group_by(["group_key", "member_id"], use_threads=False)
                   .aggregate([("event_time", "list"), ("event_time", "max")]))
@@ -107,10 +107,10 @@ def compact_heartbeats(batches):
             "payload": pa.nulls(n, table.schema.field("payload").type),
             "beat_times": packed["event_time_list"],
         }
-        schema = table.schema.append(pa.field("beat_times", pa.list_(pa.int64())))
+        schema = table.schema.append(beat_times)
         # Built against the input's schema: its nullability flags (group_key is never null) must match.
         beats = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
-        others = others.append_column(schema.field("beat_times"), pa.nulls(others.num_rows, pa.list_(pa.int64())))
+        others = others.append_column(beat_times, pa.nulls(others.num_rows, beat_times.type))
         yield from pa.concat_tables([others, beats]).to_batches()
 
 
