@@ -52,6 +52,7 @@ from ._layout import (
 )
 from ._ownership import resolve_ownership, subscriptions_equal
 from ._racks import rack_info
+from ._rejoin import assign_rejoin, is_plain_rejoin
 
 __all__ = ["assign_sticky", "assign_cooperative_sticky"]
 
@@ -86,6 +87,9 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
     visit = hashmap_visit_order([m.member_id for m in members])
     resolve_ownership(members, visit, claims)
     if equal:
+        if all(layout.subscriptions) and not racks.active and is_plain_rejoin(claims):
+            # The usual rejoin: nothing for the ownership, rack or outsider rules to change.
+            return assign_rejoin(members, visit, layout, claims, cooperative, spec.group_id)
         if all(layout.subscriptions):  # no member has an empty subscription: all take part
             participants, visit_subscribed = np.arange(len(members), dtype=np.int64), visit
         else:

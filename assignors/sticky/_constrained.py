@@ -65,7 +65,7 @@ def build_constrained(
     if len(hm):
         visit_rank = np.zeros(n_all, dtype=np.int64)
         visit_rank[visit] = np.arange(n, dtype=np.int64)
-        order = _visit_partition_topic_order(visit_rank[hm], hg, layout)
+        order = visit_partition_topic_order(visit_rank[hm], hg, layout)
         hm, hg = hm[order], hg[order]
     owned = np.bincount(hm, minlength=n_all).tolist()
 
@@ -129,7 +129,7 @@ def build_constrained(
     )
 
 
-def _visit_partition_topic_order(rank: np.ndarray, g: np.ndarray, layout: Layout) -> np.ndarray:
+def visit_partition_topic_order(rank: np.ndarray, g: np.ndarray, layout: Layout) -> np.ndarray:
     """The order of claims (claimant's visit ``rank``, global index ``g``) by visit rank, then
     partition number, then topic: Kafka's order of each member's owned partitions.
 

@@ -1,0 +1,151 @@
+"""Kafka's constrained sticky builder (spec 3.2) for the usual rejoin, answered on Python lists.
+
+The usual rebalance of a group whose members all subscribe to the same topics: members come back
+owning what they had, nobody claims another's partition, racks play no part (the benchmark's
+INCREMENTAL rounds are this). Then the ownership walk, the outsider, rack and double-claim filters
+of :mod:`._constrained` have nothing to do, and what is left is:
+
+1. each member's owned partitions sorted by (partition, topic), members in Java ``HashMap`` order;
+2. the quota walk over the members (kept partitions, the under-min and exactly-min queues);
+3. the round-robin deal of the few partitions nobody kept.
+
+The array builder does these with about sixty NumPy calls and builds the answer lists with one
+more sort; each NumPy call costs a microsecond or more whatever its size, which on groups of a
+few hundred members is most of the time. Here step 1 is one sort of packed keys, step 2 cuts each
+member's list straight out of the sorted partitions during the walk, and step 3 runs on lists:
+about ten NumPy calls in all. Same answer as :func:`._constrained.build_constrained` followed by
+the facade's answer building, list order and ``transferring`` included (tests compare them).
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import AssignmentError
+from ..model import GroupAssignment, MemberSpec, TopicPartition
+from ._constrained import visit_partition_topic_order
+from ._layout import Claims, Layout
+
+
+def is_plain_rejoin(claims: Claims) -> bool:
+    """Every claim names an assignable partition nobody else claims (after ownership resolution):
+    the claims are the owners, as they are."""
+    return len(claims.g) > 0 and bool(claims.held.all())
+
+
+def assign_rejoin(
+    members: Sequence[MemberSpec],
+    visit: np.ndarray,
+    layout: Layout,
+    claims: Claims,
+    cooperative: bool,
+    group_id: str,
+) -> GroupAssignment:
+    """The constrained builder's answer when every member subscribes to the same non-empty topic
+    set, racks play no part and :func:`is_plain_rejoin` holds. ``visit``: every member's position
+    in Java ``HashMap`` order."""
+    n = len(members)
+    total = layout.total
+    min_q = total // n
+    max_q = -(-total // n)
+    expected = total % n
+
+    visit_rank = np.empty(n, dtype=np.int64)
+    visit_rank[visit] = np.arange(n, dtype=np.int64)
+    order = visit_partition_topic_order(visit_rank[claims.member], claims.g, layout)
+    sorted_g = claims.g[order].tolist()  # each member's run, members in visit order
+    objects = list(chain.from_iterable(layout.objects))  # global index -> TopicPartition
+    sorted_objects = list(map(objects.__getitem__, sorted_g))
+    owned = np.bincount(claims.member, minlength=n).tolist()
+
+    lists: list[list[TopicPartition]] = [[] for _ in range(n)]
+    revoked_from: dict[int, int] = {}  # maybeRevokedPartitions: trimmed partition -> its owner
+    under: list[int] = []
+    exactly: list[int] = []
+    kept = [0] * n
+    over = 0
+    start = 0
+    for m in visit.tolist():
+        c = owned[m]
+        if c < min_q:
+            k = c
+            under.append(m)
+        elif c >= max_q and over < expected:
+            over += 1
+            if over == expected:
+                exactly.clear()
+            k = max_q
+        else:
+            k = min_q
+            if over < expected:
+                exactly.append(m)
+        kept[m] = k
+        lists[m] = sorted_objects[start:start + k]
+        if k < c:
+            for g in sorted_g[start + k:start + c]:
+                revoked_from[g] = m
+        start += c
+
+    free = np.ones(total, dtype=bool)
+    free[claims.g] = False
+    if revoked_from:
+        free[list(revoked_from)] = True
+    unassigned = np.flatnonzero(free).tolist()  # ascending: Kafka's (topic, partition) order
+
+    ids = [m.member_id for m in members]
+    under.sort(key=ids.__getitem__)
+    exactly.sort(key=ids.__getitem__)
+    receivers = _round_robin_receivers(len(unassigned), under, [min_q - kept[m] for m in under],
+                                       exactly, group_id, ids)
+    transferring: dict[TopicPartition, str] = {}
+    for g, m in zip(unassigned, receivers):
+        previous = revoked_from.get(g)
+        if cooperative and previous is not None and previous != m:
+            # Its owner must revoke it first; the follow-up round gives it to m.
+            transferring[objects[g]] = ids[m]
+        else:
+            lists[m].append(objects[g])
+    return GroupAssignment(assignment=dict(zip(ids, lists)), transferring=transferring)
+
+
+def _round_robin_receivers(
+    n_parts: int,
+    under: list[int],
+    deficits: list[int],
+    exactly: list[int],
+    group_id: str,
+    ids: list[str],
+) -> list[int]:
+    """Receiver of each remaining partition under Kafka's ``assignRoundRobin``, on lists: pass ``r``
+    deals one partition to each under-min member (in id order) still more than ``r`` short of
+    ``minQuota``; the leftovers go one each down the exactly-min queue, which under-min members
+    join as they reach ``minQuota`` (smallest deficit first, then id order). Same receivers as
+    :func:`._constrained._round_robin_receivers`."""
+    needed = sum(deficits)
+    if n_parts < needed:
+        short = under[deficits.index(max(deficits))]
+        raise AssignmentError(
+            f"group {group_id!r}: member {ids[short]!r} cannot reach its minimum quota; "
+            "the constrained sticky builder ran out of partitions (this is a bug, please report it)"
+        )
+    receivers: list[int] = []
+    if under:
+        if deficits.count(deficits[0]) == len(deficits):
+            receivers = under * deficits[0]
+        else:
+            for r in range(max(deficits)):
+                receivers += [m for m, d in zip(under, deficits) if d > r]
+    extra = n_parts - needed
+    if extra:
+        # sorted() is stable: equal deficits keep their under-min queue order.
+        queue = exactly + [under[i] for i in sorted(range(len(under)), key=deficits.__getitem__)]
+        if extra > len(queue):
+            raise AssignmentError(
+                f"group {group_id!r}: {extra - len(queue)} partitions left over with every member at "
+                "its maximum quota in the constrained sticky builder (this is a bug, please report it)"
+            )
+        receivers += queue[:extra]
+    return receivers
