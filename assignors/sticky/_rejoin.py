@@ -19,7 +19,6 @@ the facade's answer building, list order and ``transferring`` included (tests co
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Sequence
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from ..errors import AssignmentError
 from ..model import GroupAssignment, MemberSpec, TopicPartition
 from ._constrained import visit_partition_topic_order
-from ._layout import Claims, Layout
+from ._layout import Claims, Layout, partition_objects
 
 
 def is_plain_rejoin(claims: Claims) -> bool:
@@ -56,12 +55,14 @@ def assign_rejoin(
     visit_rank = np.empty(n, dtype=np.int64)
     visit_rank[visit] = np.arange(n, dtype=np.int64)
     order = visit_partition_topic_order(visit_rank[claims.member], claims.g, layout)
-    sorted_g = claims.g[order].tolist()  # each member's run, members in visit order
-    objects = list(chain.from_iterable(layout.objects))  # global index -> TopicPartition
-    sorted_objects = list(map(objects.__getitem__, sorted_g))
+    sorted_g = claims.g[order]  # each member's run, members in visit order
+    objects = partition_objects(layout)  # global index -> TopicPartition
+    # Indexing the object array beats mapping a list over the indices (about 3x on 50,000).
+    sorted_objects = objects[sorted_g].tolist()
     owned = np.bincount(claims.member, minlength=n).tolist()
 
-    lists: list[list[TopicPartition]] = [[] for _ in range(n)]
+    # Every member is visited below and gets its list there.
+    lists: list[list[TopicPartition]] = [None] * n  # type: ignore[list-item]
     revoked_from: dict[int, int] = {}  # maybeRevokedPartitions: trimmed partition -> its owner
     under: list[int] = []
     exactly: list[int] = []
@@ -85,7 +86,7 @@ def assign_rejoin(
         kept[m] = k
         lists[m] = sorted_objects[start:start + k]
         if k < c:
-            for g in sorted_g[start + k:start + c]:
+            for g in sorted_g[start + k:start + c].tolist():
                 revoked_from[g] = m
         start += c
 
@@ -93,7 +94,8 @@ def assign_rejoin(
     free[claims.g] = False
     if revoked_from:
         free[list(revoked_from)] = True
-    unassigned = np.flatnonzero(free).tolist()  # ascending: Kafka's (topic, partition) order
+    unassigned_g = np.flatnonzero(free)  # ascending: Kafka's (topic, partition) order
+    unassigned = unassigned_g.tolist()
 
     ids = [m.member_id for m in members]
     under.sort(key=ids.__getitem__)
@@ -101,13 +103,13 @@ def assign_rejoin(
     receivers = _round_robin_receivers(len(unassigned), under, [min_q - kept[m] for m in under],
                                        exactly, group_id, ids)
     transferring: dict[TopicPartition, str] = {}
-    for g, m in zip(unassigned, receivers):
+    for g, tp, m in zip(unassigned, objects[unassigned_g].tolist(), receivers):
         previous = revoked_from.get(g)
         if cooperative and previous is not None and previous != m:
             # Its owner must revoke it first; the follow-up round gives it to m.
-            transferring[objects[g]] = ids[m]
+            transferring[tp] = ids[m]
         else:
-            lists[m].append(objects[g])
+            lists[m].append(tp)
     return GroupAssignment(assignment=dict(zip(ids, lists)), transferring=transferring)
 
 
