@@ -12,7 +12,8 @@ import assignors.sticky as sticky
 from assignors.model import TopicPartition
 from assignors.sticky import assign_cooperative_sticky, assign_sticky
 from assignors.sticky._constrained import visit_partition_topic_order
-from assignors.sticky._layout import Layout
+from assignors.sticky._layout import Claims, Layout
+from assignors.sticky._rejoin import _owned_in_kafka_order
 
 from .conftest import group, member
 
@@ -103,3 +104,17 @@ def test_packed_sort_key_orders_like_three_keys():
     expected_key = lambda rank: np.lexsort((topic, g - offsets[topic], rank))  # noqa: E731
     for rank in (rng.integers(0, 4, layout.total), rng.integers(0, 2**60, layout.total)):  # packed; too wide
         assert visit_partition_topic_order(rank, g, layout).tolist() == expected_key(rank).tolist()
+
+
+@pytest.mark.parametrize("last_topic_partitions", [6, 2**40], ids=["packed", "too-wide-for-int64"])
+def test_owned_partitions_come_sorted_by_partition_then_topic_per_member(last_topic_partitions):
+    counts = np.array([3, 5, last_topic_partitions], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    layout = Layout(topics=["a", "b", "c"], topic_index={}, counts=counts, offsets=offsets, total=int(offsets[-1]))
+    rng = random.Random(3)
+    member = np.repeat(np.arange(6, dtype=np.int64), [4, 0, 3, 3, 1, 2])
+    g = np.array(rng.sample(range(14), len(member)), dtype=np.int64)
+    claims = Claims(member=member, g=g, held=np.ones(len(g), dtype=bool), doubly=np.zeros(0, dtype=bool))
+    topic = np.searchsorted(offsets, g, side="right") - 1
+    expected = sorted(zip(member.tolist(), (g - offsets[topic]).tolist(), topic.tolist(), g.tolist()))
+    assert _owned_in_kafka_order(claims, layout).tolist() == [x[3] for x in expected]
