@@ -392,7 +392,13 @@ def _java_topic_order(spec: GroupSpec, counts: dict[str, int], union: list[str])
                     insertion.append(topic)
             if not remaining:
                 break
-    return hashmap_order([t for t in hashmap_order(insertion, hash_of) if t in counts], hash_of)
+    in_set_order = hashmap_order(insertion, hash_of)
+    present_in_set_order = [t for t in in_set_order if t in counts]
+    if len(present_in_set_order) == len(in_set_order):
+        # The same keys put into a table of the same capacity in the set's own iteration order
+        # come out in that order (bucket by bucket, insertion order within one): nothing to redo.
+        return present_in_set_order
+    return hashmap_order(present_in_set_order, hash_of)
 
 
 def _distinct_buckets(keys: list[str], hash_of) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -236,3 +237,23 @@ def test_range_split_path_equals_the_block_path(seed):
     assert blocks == _split_ranges(spec, ordered, len(members))
     subscribed = {t for m in members for t in m.topics}
     assert sum(map(len, blocks)) == sum(count for name, count in topics.items() if name in subscribed)
+
+
+@pytest.mark.parametrize("missing", [0, 3], ids=["every-topic-exists", "some-topics-missing"])
+def test_topic_order_with_colliding_buckets_is_the_hashmap_of_the_hashset(missing):
+    # 60 topics in a 128-slot table collide, so the set's insertion order (members in map order)
+    # decides ties; partitionsPerTopic is then a HashMap filled from that set's iteration.
+    from assignors.java_order import hashmap_order
+    from assignors.range import _java_topic_order
+
+    names = [f"topic{i}" for i in range(60)]
+    rng = random.Random(11)
+    members = [member(f"m{i}", rng.sample(names, 25)) for i in range(8)]
+    members.append(member("last", names))
+    counts = {name: 2 for name in names[missing:]}
+    spec = group(*members, topics={name: 2 for name in names})
+    union = list(dict.fromkeys(t for m in members for t in m.topics))
+    by_id = {m.member_id: m for m in members}
+    insertion = list(dict.fromkeys(t for mid in hashmap_order(list(by_id)) for t in by_id[mid].topics))
+    expected = hashmap_order([t for t in hashmap_order(insertion) if t in counts])
+    assert _java_topic_order(spec, counts, union) == expected
