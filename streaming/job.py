@@ -73,14 +73,14 @@ def build_history(spark, config: Config):
 def start_query(spark, config: Config, available_now: bool = False, alert_dispatcher=None):
     """Start the query; ``alert_dispatcher`` (an AlertDispatcher) gets each batch's alert
     transitions once they are in the alerts table."""
-    from streaming.sinks import BatchLedger, write_batch
+    from streaming.sinks import DeltaAppender, write_batch
 
     history = build_history(spark, config)
     output = config.output
-    ledger = BatchLedger(output.app_id)  # per run: it reads the tables' logs afresh
+    appender = DeltaAppender(output.app_id)  # per run: it reads the tables' logs afresh
 
     def sink(batch_df, batch_id: int) -> None:
-        write_batch(batch_df, batch_id, output, ledger, alert_dispatcher)
+        write_batch(batch_df, batch_id, output, appender, alert_dispatcher)
 
     writer = (history.writeStream.queryName("rebalance-monitor")
               .foreachBatch(sink)

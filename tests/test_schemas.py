@@ -9,6 +9,7 @@ import pytest
 from schemas.docs import generated_files
 from schemas.events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS, example_event
 from schemas.json_schema import heartbeat_schema, membership_schema
+from schemas.tables import TABLES
 
 
 def test_generated_schema_files_and_docs_are_current():
@@ -27,3 +28,14 @@ def test_examples_use_only_defined_fields():
     names = {f.name for f in MEMBERSHIP_FIELDS}
     assert set(example_event(MEMBERSHIP_FIELDS)) <= names
     assert example_event(HEARTBEAT_FIELDS)["member_id"]
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_arrow_table_schemas_match_the_spark_ones(table):
+    # The sink writes Arrow, Spark reads the tables: both must describe the same columns.
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from schemas.arrow import table_arrow_schema
+    from schemas.spark import table_schema
+
+    assert table_arrow_schema(table) == to_arrow_schema(table_schema(table))

@@ -1,0 +1,38 @@
+"""Arrow schemas of the tables, generated from :mod:`schemas.tables` like the Spark ones.
+
+The job's sink turns the processor's JSON rows into Arrow and appends them to Delta without a Spark
+job per table (streaming/sinks.py); these are the types it parses them into. Every field is
+nullable, as the Spark schemas are: the tables were first written through Spark's ``from_json``,
+whose output is nullable throughout, and a table's schema must not change under its readers.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .events import Array, Field, FieldType, Map, Struct
+
+_ATOMS = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(),
+          "double": pa.float64(), "boolean": pa.bool_()}
+
+
+def arrow_type(t: FieldType) -> pa.DataType:
+    if isinstance(t, str):
+        return _ATOMS[t]
+    if isinstance(t, Array):
+        return pa.list_(pa.field("element", arrow_type(t.element)))
+    if isinstance(t, Map):
+        return pa.map_(pa.string(), arrow_type(t.value))
+    if isinstance(t, Struct):
+        return pa.struct([pa.field(n, arrow_type(ft)) for n, ft in t.fields])
+    raise TypeError(f"unknown field type {t!r}")
+
+
+def arrow_schema_of(fields: tuple[Field, ...]) -> pa.Schema:
+    return pa.schema([pa.field(f.name, arrow_type(f.type)) for f in fields])
+
+
+def table_arrow_schema(table: str) -> pa.Schema:
+    from .tables import TABLES
+
+    return arrow_schema_of(TABLES[table])
