@@ -43,6 +43,11 @@ CASES = [
      "field workload.topics: racks must list one entry per partition"),
     (json.dumps({**GOOD, "type": "workload"}), "missing required field workload.topics for a workload event"),
     ("x" * 1001, "oversized record: 1001 bytes (limit 1000)"),
+    # JSON that is not an object, also behind JSON's blanks; an object behind them is fine.
+    ("\n\t [1, 2]", "not a JSON object"),
+    ('"just a string"', "not a JSON object"),
+    ("42", "not a JSON object"),
+    (" \r\n" + json.dumps(GOOD), None),
 ]
 
 
