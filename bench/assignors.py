@@ -332,7 +332,9 @@ def versions() -> dict[str, Any]:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     # Uncommitted changes to the measured code make the commit a lie: say so. (Other paths of the
     # shared working tree change all the time and do not touch the assignors.)
-    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *MEASURED_PATHS], cwd=REPO).returncode != 0
+    # (status, not diff: a new, untracked module changes the measured code as much as an edit.)
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--", *MEASURED_PATHS], cwd=REPO,
+                                capture_output=True, text=True).stdout.strip())
     if commit and dirty:
         commit += "+uncommitted"
     jars = sorted(p.name for p in ensure_built().glob("kafka-clients-*.jar"))
