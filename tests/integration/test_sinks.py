@@ -89,3 +89,13 @@ def test_the_processor_output_becomes_typed_rows_and_an_ingest_row(spark, tmp_pa
     ingest = spark.read.format("delta").load(str(tmp_path / tables.INGEST_METRICS)).collect()[0].asDict()
     assert ingest == {"batch_id": 7, "records": 7, "membership_accepted": 1, "heartbeats_accepted": 4, "late": 0,
                       "rejected": 2, "unknown_member_heartbeats": 0, "groups": 2}
+
+
+def test_rows_that_arrows_strict_json_reader_refuses_are_still_written():
+    # Python's json.dumps writes NaN for a float NaN; Arrow's JSON reader refuses it.
+    nan_row = '{"group_id": "g", "generation": 1, "stickiness": NaN, "members": 2}'
+    output = pa.table({"table": [tables.BALANCE_METRICS], "group_id": ["g"], "payload": [nan_row]})
+    rows = dict(output_tables(output, batch_id=0))[tables.BALANCE_METRICS].to_pylist()
+    assert len(rows) == 1
+    assert (rows[0]["group_id"], rows[0]["generation"], rows[0]["members"]) == ("g", 1, 2)
+    assert rows[0]["stickiness"] != rows[0]["stickiness"]  # NaN
