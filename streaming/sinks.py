@@ -104,17 +104,11 @@ def table_rows(output: pa.Table, table: str) -> pa.Table:
     schema = table_arrow_schema(table)
     if len(payloads) == 0:
         return schema.empty_table()
-    documents = payloads.to_pylist()
     # One JSON document per line: json.dumps never writes a raw newline inside a document.
-    text = "\n".join(documents).encode()
+    text = "\n".join(payloads.to_pylist()).encode()
     options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    try:
-        parsed = pa_json.read_json(io.BytesIO(text), parse_options=options, read_options=pa_json.ReadOptions(
-            use_threads=False, block_size=max(1 << 20, len(text) + 1)))
-    except pa.ArrowInvalid:
-        # Arrow's reader is strict JSON; Python's json.dumps may write NaN or Infinity for a float.
-        # Slower, but the batch is written rather than the query stopped.
-        return pa.Table.from_pylist([json.loads(d) for d in documents], schema=schema)
+    parsed = pa_json.read_json(io.BytesIO(text), parse_options=options,
+                               read_options=pa_json.ReadOptions(use_threads=False, block_size=max(1 << 20, len(text) + 1)))
     return parsed.select(schema.names).cast(schema)
 
 

@@ -91,8 +91,8 @@ def test_the_processor_output_becomes_typed_rows_and_an_ingest_row(spark, tmp_pa
                       "rejected": 2, "unknown_member_heartbeats": 0, "groups": 2}
 
 
-def test_rows_that_arrows_strict_json_reader_refuses_are_still_written():
-    # Python's json.dumps writes NaN for a float NaN; Arrow's JSON reader refuses it.
+def test_a_nan_the_processor_writes_reaches_the_table_as_nan():
+    # Python's json.dumps writes NaN for a float NaN (not strict JSON); the sink must read it.
     nan_row = '{"group_id": "g", "generation": 1, "stickiness": NaN, "members": 2}'
     output = pa.table({"table": [tables.BALANCE_METRICS], "group_id": ["g"], "payload": [nan_row]})
     rows = dict(output_tables(output, batch_id=0))[tables.BALANCE_METRICS].to_pylist()
