@@ -136,10 +136,9 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         F.when(F.col("record_bytes") <= max_record_bytes, F.expr("try_parse_json(raw_value)")),
     )
 
-    # Heartbeat-only fields (Streams task_lags) get their own columns too; heartbeats leave the
-    # membership-only ones null.
-    # Each field is read only from the records of a kind that has it: a variant lookup costs about
-    # half a microsecond even for an absent field, and heartbeats, the bulk, have 6 of the ~25.
+    # One typed column per field of either kind (Streams task_lags is heartbeat-only). Each field
+    # is read only from the records of a kind that has it, null elsewhere: a variant lookup costs
+    # about half a microsecond even for an absent field, and heartbeats, the bulk, have 6 of ~25.
     membership_names = {f.name for f in MEMBERSHIP_FIELDS}
     heartbeat_names = {f.name for f in HEARTBEAT_FIELDS}
     columns = MEMBERSHIP_FIELDS + tuple(f for f in HEARTBEAT_FIELDS if f.name not in membership_names)
