@@ -31,11 +31,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import AssignmentError
 from ..model import MemberSpec
 from ._draft import Draft, rank_within_runs
 from ._layout import Claims, Layout
 from ._racks import RackInfo
+from ._round_robin import round_robin_receiver_array
 
 
 def build_constrained(
@@ -113,7 +113,7 @@ def build_constrained(
         )
 
     deficits = [min_q - count[m] for m in under]
-    receivers = _round_robin_receivers(len(unassigned), under, deficits, exactly, group_id, ids)
+    receivers = round_robin_receiver_array(len(unassigned), under, deficits, exactly, group_id, ids)
 
     new_g = np.concatenate([np.array(rack_g, dtype=np.int64), unassigned])
     new_m = np.concatenate([np.array(rack_m, dtype=np.int64), receivers])
@@ -175,48 +175,6 @@ def _held_claims(
         return hm, hg
     not_doubly = ~claims.doubly[hg]
     return hm[not_doubly], hg[not_doubly]
-
-
-def _round_robin_receivers(
-    n_parts: int,
-    under: list[int],
-    deficits: list[int],
-    exactly: list[int],
-    group_id: str,
-    ids: list[str],
-) -> np.ndarray:
-    """Receiver of each remaining partition under Kafka's ``assignRoundRobin``."""
-    under_arr = np.array(under, dtype=np.int64)
-    d = np.array(deficits, dtype=np.int64)
-    needed = int(d.sum())
-    if n_parts < needed:
-        short = under[int(np.argmax(d))]
-        raise AssignmentError(
-            f"group {group_id!r}: member {ids[short]!r} cannot reach its minimum quota; "
-            "the constrained sticky builder ran out of partitions (this is a bug, please report it)"
-        )
-    if len(under) == 0:
-        seq = np.zeros(0, dtype=np.int64)
-    elif (d == d[0]).all():
-        seq = np.tile(under_arr, int(d[0]))
-    else:
-        slot = np.repeat(np.arange(len(under), dtype=np.int64), d)
-        starts = np.repeat(np.cumsum(d) - d, d)
-        rnd = np.arange(needed, dtype=np.int64) - starts
-        seq = under_arr[slot[np.argsort(rnd * len(under) + slot, kind="stable")]]
-    extra = n_parts - needed
-    if extra:
-        # Members join the exactly-min queue in the order they reach minQuota: by deficit, then
-        # by their place in the under-min queue.
-        reached = under_arr[np.lexsort((np.arange(len(under)), d))] if len(under) else under_arr
-        queue = np.concatenate([np.array(exactly, dtype=np.int64), reached])
-        if extra > len(queue):
-            raise AssignmentError(
-                f"group {group_id!r}: {extra - len(queue)} partitions left over with every member at "
-                "its maximum quota in the constrained sticky builder (this is a bug, please report it)"
-            )
-        seq = np.concatenate([seq, queue[:extra]])
-    return seq
 
 
 def _rack_round_robin(

@@ -24,10 +24,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import AssignmentError
 from ..model import GroupAssignment, MemberSpec, TopicPartition
 from ._constrained import visit_partition_topic_order
 from ._layout import Claims, Layout, partition_objects
+from ._round_robin import round_robin_receiver_list
 
 
 def is_plain_rejoin(claims: Claims) -> bool:
@@ -98,7 +98,7 @@ def assign_rejoin(
     ids = [m.member_id for m in members]
     under.sort(key=ids.__getitem__)
     exactly.sort(key=ids.__getitem__)
-    receivers = _round_robin_receivers(len(unassigned), under, [min_q - kept[m] for m in under],
+    receivers = round_robin_receiver_list(len(unassigned), under, [min_q - kept[m] for m in under],
                                        exactly, group_id, ids)
     transferring: dict[TopicPartition, str] = {}
     for g, tp, m in zip(unassigned, objects[unassigned_g].tolist(), receivers):
@@ -125,43 +125,3 @@ def _owned_in_kafka_order(claims: Claims, layout: Layout) -> np.ndarray:
     if (int(claims.member[-1]) + 1) * span >= 2**62:  # would not fit in int64
         return g[visit_partition_topic_order(claims.member, g, layout)]
     return np.sort(claims.member * span + partition * total + g) % total
-
-
-def _round_robin_receivers(
-    n_parts: int,
-    under: list[int],
-    deficits: list[int],
-    exactly: list[int],
-    group_id: str,
-    ids: list[str],
-) -> list[int]:
-    """Receiver of each remaining partition under Kafka's ``assignRoundRobin``, on lists: pass ``r``
-    deals one partition to each under-min member (in id order) still more than ``r`` short of
-    ``minQuota``; the leftovers go one each down the exactly-min queue, which under-min members
-    join as they reach ``minQuota`` (smallest deficit first, then id order). Same receivers as
-    :func:`._constrained._round_robin_receivers`."""
-    needed = sum(deficits)
-    if n_parts < needed:
-        short = under[deficits.index(max(deficits))]
-        raise AssignmentError(
-            f"group {group_id!r}: member {ids[short]!r} cannot reach its minimum quota; "
-            "the constrained sticky builder ran out of partitions (this is a bug, please report it)"
-        )
-    receivers: list[int] = []
-    if under:
-        if deficits.count(deficits[0]) == len(deficits):
-            receivers = under * deficits[0]
-        else:
-            for r in range(max(deficits)):
-                receivers += [m for m, d in zip(under, deficits) if d > r]
-    extra = n_parts - needed
-    if extra:
-        # sorted() is stable: equal deficits keep their under-min queue order.
-        queue = exactly + [under[i] for i in sorted(range(len(under)), key=deficits.__getitem__)]
-        if extra > len(queue):
-            raise AssignmentError(
-                f"group {group_id!r}: {extra - len(queue)} partitions left over with every member at "
-                "its maximum quota in the constrained sticky builder (this is a bug, please report it)"
-            )
-        receivers += queue[:extra]
-    return receivers
