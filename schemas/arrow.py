@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .events import Array, Field, FieldType, Map, Struct
+from .events import Field, FieldType, translate_type
 
 _ATOMS = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(),
           "double": pa.float64(), "boolean": pa.bool_()}
 
 
 def arrow_type(t: FieldType) -> pa.DataType:
-    if isinstance(t, str):
-        return _ATOMS[t]
-    if isinstance(t, Array):
-        return pa.list_(pa.field("element", arrow_type(t.element)))
-    if isinstance(t, Map):
-        return pa.map_(pa.string(), arrow_type(t.value))
-    if isinstance(t, Struct):
-        return pa.struct([pa.field(n, arrow_type(ft)) for n, ft in t.fields])
-    raise TypeError(f"unknown field type {t!r}")
+    return translate_type(t, _ATOMS, lambda element: pa.list_(pa.field("element", element)),
+                          lambda value: pa.map_(pa.string(), value),
+                          lambda fields: pa.struct([pa.field(n, ft) for n, ft in fields]))
 
 
 def arrow_schema_of(fields: tuple[Field, ...]) -> pa.Schema:

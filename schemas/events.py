@@ -42,6 +42,24 @@ class Map:
 
 FieldType = str | Array | Struct | Map  # str: "string", "int", "long", "double", "boolean"
 
+
+def translate_type(t: FieldType, atoms: dict, array, map_, struct):
+    """``t`` in another type system, built bottom-up: ``atoms[name]`` for an atom,
+    ``array(element)``, ``map_(value)`` (keys are strings) and ``struct([(name, type), ...])`` with
+    the parts already translated. The Spark, Arrow and JSON Schema generators are each one call."""
+    def go(t: FieldType):
+        if isinstance(t, str):
+            return atoms[t]
+        if isinstance(t, Array):
+            return array(go(t.element))
+        if isinstance(t, Map):
+            return map_(go(t.value))
+        if isinstance(t, Struct):
+            return struct([(n, go(ft)) for n, ft in t.fields])
+        raise TypeError(f"unknown field type {t!r}")
+
+    return go(t)
+
 TOPIC_PARTITION = Struct((("topic", "string"), ("partition", "int")))
 WORKLOAD_TOPIC = Struct((("name", "string"), ("partitions", "int"), ("racks", Array(Array("string")))))
 #: Kafka Streams: the application's tasks ("<subtopology>_<partition>" ids), with and without state.

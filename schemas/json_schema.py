@@ -7,11 +7,9 @@ from .events import (
     MEMBER_EVENT_TYPES,
     MEMBERSHIP_FIELDS,
     SCHEMA_VERSION,
-    Array,
     Field,
     FieldType,
-    Map,
-    Struct,
+    translate_type,
 )
 
 _ATOMS = {"string": {"type": "string"}, "int": {"type": "integer"}, "long": {"type": "integer"},
@@ -19,15 +17,10 @@ _ATOMS = {"string": {"type": "string"}, "int": {"type": "integer"}, "long": {"ty
 
 
 def json_type(t: FieldType) -> dict:
-    if isinstance(t, str):
-        return dict(_ATOMS[t])
-    if isinstance(t, Array):
-        return {"type": "array", "items": json_type(t.element)}
-    if isinstance(t, Map):
-        return {"type": "object", "additionalProperties": json_type(t.value)}
-    if isinstance(t, Struct):
-        return {"type": "object", "properties": {n: json_type(ft) for n, ft in t.fields}}
-    raise TypeError(f"unknown field type {t!r}")
+    atoms = {name: dict(schema) for name, schema in _ATOMS.items()}  # fresh: _property adds to them
+    return translate_type(t, atoms, lambda element: {"type": "array", "items": element},
+                          lambda value: {"type": "object", "additionalProperties": value},
+                          lambda fields: {"type": "object", "properties": dict(fields)})
 
 
 def _property(f: Field) -> dict:

@@ -4,22 +4,15 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from .events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS, Array, Field, FieldType, Map, Struct
+from .events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS, Field, FieldType, translate_type
 
 _ATOMS = {"string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(),
           "double": T.DoubleType(), "boolean": T.BooleanType()}
 
 
 def spark_type(t: FieldType) -> T.DataType:
-    if isinstance(t, str):
-        return _ATOMS[t]
-    if isinstance(t, Array):
-        return T.ArrayType(spark_type(t.element))
-    if isinstance(t, Map):
-        return T.MapType(T.StringType(), spark_type(t.value))
-    if isinstance(t, Struct):
-        return T.StructType([T.StructField(n, spark_type(ft)) for n, ft in t.fields])
-    raise TypeError(f"unknown field type {t!r}")
+    return translate_type(t, _ATOMS, T.ArrayType, lambda value: T.MapType(T.StringType(), value),
+                          lambda fields: T.StructType([T.StructField(n, ft) for n, ft in fields]))
 
 
 def struct_of(fields: tuple[Field, ...]) -> T.StructType:
