@@ -142,11 +142,15 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
     membership_names = {f.name for f in MEMBERSHIP_FIELDS}
     heartbeat_names = {f.name for f in HEARTBEAT_FIELDS}
     columns = MEMBERSHIP_FIELDS + tuple(f for f in HEARTBEAT_FIELDS if f.name not in membership_names)
-    is_membership, is_heartbeat = F.col("kind") == MEMBERSHIP, F.col("kind") == HEARTBEAT
-    typed = base.select("*", *[
-        (_typed(f) if f.name in membership_names and f.name in heartbeat_names
-         else F.when(is_membership if f.name in membership_names else is_heartbeat, _typed(f))).alias(f.name)
-        for f in columns])
+
+    def read(f: Field) -> Column:
+        if f.name not in heartbeat_names:
+            return F.when(F.col("kind") == MEMBERSHIP, _typed(f))
+        if f.name not in membership_names:
+            return F.when(F.col("kind") == HEARTBEAT, _typed(f))
+        return _typed(f)
+
+    typed = base.select("*", *[read(f).alias(f.name) for f in columns])
 
     envelope = [
         F.when(F.col("raw_value").isNull(), F.lit("empty record value")),

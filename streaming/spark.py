@@ -42,11 +42,6 @@ DEFAULT_CONF: Mapping[str, str] = {
     # Fewer, larger Arrow batches into the stateful operator's Python worker: 10-40 % faster than
     # the default 10,000 rows in paired runs (docs/benchmarks/tws-probe.md).
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-    # Tables this session creates checkpoint their Delta log every 100 commits, not 10. The job
-    # commits every table in every batch, so with 10 all tables checkpointed in the same batch,
-    # every 10th: 6 checkpoints at once took that batch's sink from 2 s to 8-12 s on 2 cores
-    # (a latency spike). Readers replay at most 100 small JSON commits instead.
-    "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
 }
 
 
