@@ -99,10 +99,14 @@ def partitions_of(spec: GroupSpec, topic: str) -> Sequence[TopicPartition]:
     return topic_partitions(topic, range(topic_spec.partitions))
 
 
-def check_unique_member_ids(spec: GroupSpec) -> None:
-    """Kafka keys members by id, so a spec listing one id twice has no Kafka meaning."""
-    if len(set(map(_member_id, spec.members))) == len(spec.members):
-        return
+def check_unique_member_ids(spec: GroupSpec) -> list[str]:
+    """Kafka keys members by id, so a spec listing one id twice has no Kafka meaning.
+
+    Returns the member ids in spec order, for callers that need them next.
+    """
+    ids = [m.member_id for m in spec.members]  # a comprehension reads slots faster than attrgetter
+    if len(set(ids)) == len(ids):
+        return ids
     seen: set[str] = set()
     for member in spec.members:
         if member.member_id in seen:

@@ -38,25 +38,53 @@ def string_hash(s: str) -> int:
 #: Below this many strings the per-character Python loop beats NumPy's fixed costs.
 _VECTOR_MIN = 32
 
+#: Java keeps a ``String``'s ``hashCode`` inside the ``String`` object once computed, so a Kafka
+#: client hashing the same member ids and topic names at every rebalance computes each hash once.
+#: A Python ``str`` cannot carry it, so the hashes of strings seen before are kept here, keyed by
+#: the string (equal strings have equal hashes: no call can see a stale value). Bounded: emptied
+#: when a batch would take it past this many entries, so a long-lived process with ever-new ids
+#: does not grow without end.
+HASH_CACHE_LIMIT = 1 << 17
+_hash_cache: dict[str, int] = {}
+
 
 def string_hashes(strings: Sequence[str]) -> list[int]:
-    """:func:`string_hash` of each string; computed with NumPy for many ASCII strings.
+    """:func:`string_hash` of each string; cached between calls (see :data:`HASH_CACHE_LIMIT`),
+    and computed with NumPy when many ASCII strings are new.
 
     Java's hash is the polynomial ``sum(c[i] * 31**(L-1-i))`` wrapped to 32 bits. Left-padding
     every string with NULs to the longest one adds only zero terms, so all strings become rows of
     one character matrix and all hashes one matrix-vector product with the powers of 31 (taken
     mod 2**32; the sums stay far inside 64 bits).
     """
-    if len(strings) < _VECTOR_MIN or not "".join(strings).isascii():
-        return [string_hash(s) for s in strings]
-    return _ascii_hash_array(strings).tolist()
+    hashes = list(map(_hash_cache.get, strings))
+    if None in hashes:
+        _fill_missing(strings, hashes)
+    return hashes
 
 
 def string_hash_array(strings: Sequence[str]) -> np.ndarray:
     """:func:`string_hashes` as a ``uint64`` array, for callers that go on in NumPy."""
-    if len(strings) < _VECTOR_MIN or not "".join(strings).isascii():
-        return np.array([string_hash(s) for s in strings], dtype=np.uint64)
-    return _ascii_hash_array(strings)
+    try:
+        return np.fromiter(map(_hash_cache.__getitem__, strings), dtype=np.uint64, count=len(strings))
+    except KeyError:  # some string not seen before
+        return np.array(string_hashes(strings), dtype=np.uint64)
+
+
+def _fill_missing(strings: Sequence[str], hashes: list) -> None:
+    """Compute the hashes that are ``None`` in ``hashes`` (not cached) and cache them."""
+    missing = [i for i, h in enumerate(hashes) if h is None]
+    new = [strings[i] for i in missing]
+    if len(new) < _VECTOR_MIN or not "".join(new).isascii():
+        computed = [string_hash(s) for s in new]
+    else:
+        computed = _ascii_hash_array(new).tolist()
+    for i, h in zip(missing, computed):
+        hashes[i] = h
+    if len(_hash_cache) + len(new) > HASH_CACHE_LIMIT:
+        _hash_cache.clear()
+    if len(new) <= HASH_CACHE_LIMIT:
+        _hash_cache.update(zip(new, computed))
 
 
 def _ascii_hash_array(strings: Sequence[str]) -> np.ndarray:

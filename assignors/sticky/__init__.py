@@ -74,22 +74,22 @@ def assign_cooperative_sticky(spec: GroupSpec) -> GroupAssignment:
 
 
 def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
-    check_unique_member_ids(spec)
+    ids = check_unique_member_ids(spec)
     members = spec.members
     layout = build_layout(spec)
     if not members or layout.total == 0:
-        return GroupAssignment(assignment={m.member_id: [] for m in members})
+        return GroupAssignment(assignment={member_id: [] for member_id in ids})
     claims = collect_claims(members, layout)
     racks = rack_info(spec, members, layout)
     equal = subscriptions_equal(layout.subscriptions)
     if equal and len(claims.g) == 0 and not racks.active:
         return _first_constrained_answer(members, layout)
-    visit = hashmap_visit_order([m.member_id for m in members])
+    visit = hashmap_visit_order(ids)
+    if equal and all(layout.subscriptions) and not racks.active and is_plain_rejoin(claims):
+        # The usual rejoin: nothing for the ownership, rack or outsider rules to change.
+        return assign_rejoin(members, ids, visit, layout, claims, cooperative, spec.group_id)
     resolve_ownership(members, visit, claims)
     if equal:
-        if all(layout.subscriptions) and not racks.active and is_plain_rejoin(claims):
-            # The usual rejoin: nothing for the ownership, rack or outsider rules to change.
-            return assign_rejoin(members, visit, layout, claims, cooperative, spec.group_id)
         if all(layout.subscriptions):  # no member has an empty subscription: all take part
             participants, visit_subscribed = np.arange(len(members), dtype=np.int64), visit
         else:

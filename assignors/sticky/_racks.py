@@ -17,6 +17,8 @@ from ..model import GroupSpec, MemberSpec
 from ._layout import Layout
 
 _NO_RACKS: frozenset[str] = frozenset()
+_NO_CONSUMERS = np.zeros(0, dtype=np.int64)
+_NO_CONSUMERS.flags.writeable = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,8 @@ class RackInfo:
 def rack_info(spec: GroupSpec, members: Sequence[MemberSpec], layout: Layout) -> RackInfo:
     # An empty rack id counts as no rack, as in Kafka.
     member_rack = [m.rack or None for m in members]
+    if not any(member_rack):  # nobody has a rack
+        return RackInfo(False, member_rack, [], _NO_CONSUMERS)
     consumer_racks = {r for r in member_rack if r is not None}
     inactive = RackInfo(False, member_rack, [], np.zeros(0, dtype=np.int64))
     if not consumer_racks or layout.total == 0:

@@ -19,7 +19,6 @@ the facade's answer building, list order and ``transferring`` included (tests co
 
 from __future__ import annotations
 
-from itertools import accumulate
 from typing import Sequence
 
 import numpy as np
@@ -31,13 +30,14 @@ from ._round_robin import round_robin_receiver_list
 
 
 def is_plain_rejoin(claims: Claims) -> bool:
-    """Every claim names an assignable partition nobody else claims (after ownership resolution):
-    the claims are the owners, as they are."""
-    return len(claims.g) > 0 and bool(claims.held.all())
+    """Some member owns something and no partition is claimed twice: ownership resolution has
+    nothing to decide, the claims are the owners as they are."""
+    return len(claims.g) > 0 and int(np.bincount(claims.g).max()) == 1
 
 
 def assign_rejoin(
     members: Sequence[MemberSpec],
+    ids: list[str],
     visit: np.ndarray,
     layout: Layout,
     claims: Claims,
@@ -45,68 +45,66 @@ def assign_rejoin(
     group_id: str,
 ) -> GroupAssignment:
     """The constrained builder's answer when every member subscribes to the same non-empty topic
-    set, racks play no part and :func:`is_plain_rejoin` holds. ``visit``: every member's position
-    in Java ``HashMap`` order."""
+    set, racks play no part and :func:`is_plain_rejoin` holds. ``ids``: the members' ids in spec
+    order; ``visit``: every member's position in Java ``HashMap`` order."""
     n = len(members)
     total = layout.total
-    min_q = total // n
-    max_q = -(-total // n)
-    expected = total % n
+    min_q, expected = divmod(total, n)
+    max_q = min_q + (expected > 0)
 
     sorted_g = _owned_in_kafka_order(claims, layout)
     objects = partition_objects(layout)  # global index -> TopicPartition
     # Indexing the object array beats mapping a list over the indices (about 3x on 50,000).
     sorted_objects = objects[sorted_g].tolist()
-    owned = np.bincount(claims.member, minlength=n).tolist()
-    starts = [0, *accumulate(owned)]  # each member's run in sorted_g (members in spec order)
+    owned = np.bincount(claims.member, minlength=n)
+    starts = np.cumsum(owned) - owned  # each member's run in sorted_g (members in spec order)
 
-    # Every member is visited below and gets its list there.
-    lists: list[list[TopicPartition]] = [None] * n  # type: ignore[list-item]
-    revoked_from: dict[int, int] = {}  # maybeRevokedPartitions: trimmed partition -> its owner
-    under: list[int] = []
+    # The quota walk, in visit order, in closed form. A member under minQuota keeps all it owns
+    # and waits in the under-min queue. Of those owning maxQuota or more, the first `expected`
+    # visited keep maxQuota; every other member keeps minQuota. The exactly-min queue (members at
+    # minQuota) matters only if fewer than `expected` members could keep maxQuota: Kafka clears
+    # it when the last maxQuota place is taken.
+    count = owned[visit]
+    keep_in_visit = np.minimum(count, min_q)
     exactly: list[int] = []
-    kept = [0] * n
-    over = 0
-    for m in visit.tolist():
-        c = owned[m]
-        if c < min_q:
-            k = c
-            under.append(m)
-        elif c >= max_q and over < expected:
-            over += 1
-            if over == expected:
-                exactly.clear()
-            k = max_q
-        else:
-            k = min_q
-            if over < expected:
-                exactly.append(m)
-        kept[m] = k
-        start = starts[m]
-        lists[m] = sorted_objects[start:start + k]
-        if k < c:
-            for g in sorted_g[start + k:start + c].tolist():
-                revoked_from[g] = m
+    if expected:
+        could_keep_max = count >= max_q
+        taken = np.cumsum(could_keep_max)
+        keep_in_visit += could_keep_max & (taken <= expected)
+        if taken[-1] < expected:
+            exactly = visit[count == min_q].tolist()
+    under = visit[count < min_q].tolist()
+    keep = np.empty(n, dtype=np.int64)
+    keep[visit] = keep_in_visit
+    ends = starts + keep
+    lists = [sorted_objects[start:end] for start, end in zip(starts.tolist(), ends.tolist())]
 
+    # maybeRevokedPartitions: the partitions each member gave up past its quota. claims.member is
+    # ascending, so it is also the owner of each place of sorted_g.
+    trimmed = np.flatnonzero(ends[claims.member] <= np.arange(len(sorted_g)))
     free = np.ones(total, dtype=bool)
     free[claims.g] = False
-    if revoked_from:
-        free[list(revoked_from)] = True
+    free[sorted_g[trimmed]] = True
     unassigned_g = np.flatnonzero(free)  # ascending: Kafka's (topic, partition) order
-    unassigned = unassigned_g.tolist()
 
-    ids = [m.member_id for m in members]
+    owned_list = owned.tolist()
     under.sort(key=ids.__getitem__)
     exactly.sort(key=ids.__getitem__)
-    receivers = round_robin_receiver_list(len(unassigned), under, [min_q - kept[m] for m in under],
-                                       exactly, group_id, ids)
+    receivers = round_robin_receiver_list(len(unassigned_g), under, [min_q - owned_list[m] for m in under],
+                                          exactly, group_id, ids)
     transferring: dict[TopicPartition, str] = {}
-    for g, tp, m in zip(unassigned, objects[unassigned_g].tolist(), receivers):
-        previous = revoked_from.get(g)
-        if cooperative and previous is not None and previous != m:
-            # Its owner must revoke it first; the follow-up round gives it to m.
-            transferring[tp] = ids[m]
-        else:
+    fresh = objects[unassigned_g].tolist()
+    if cooperative and len(trimmed):
+        revoked_from = dict(zip(sorted_g[trimmed].tolist(), claims.member[trimmed].tolist()))
+        for g, tp, m in zip(unassigned_g.tolist(), fresh, receivers):
+            previous = revoked_from.get(g)
+            if previous is not None and previous != m:
+                # Its owner must revoke it first; the follow-up round gives it to m.
+                transferring[tp] = ids[m]
+            else:
+                lists[m].append(tp)
+    else:
+        for tp, m in zip(fresh, receivers):
             lists[m].append(tp)
     return GroupAssignment(assignment=dict(zip(ids, lists)), transferring=transferring)
 
@@ -120,7 +118,9 @@ def _owned_in_kafka_order(claims: Claims, layout: Layout) -> np.ndarray:
     """
     total = layout.total
     g = claims.g
-    partition = g - layout.offsets[layout.topic_of(g)]
+    partition = claims.partition
+    if partition is None:
+        partition = g - layout.offsets[layout.topic_of(g)]
     span = (int(layout.counts.max()) + 1) * total  # > every (partition * total + g)
     if (int(claims.member[-1]) + 1) * span >= 2**62:  # would not fit in int64
         return g[visit_partition_topic_order(claims.member, g, layout)]

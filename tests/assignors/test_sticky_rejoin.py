@@ -7,12 +7,14 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import assignors.sticky as sticky
 from assignors.model import TopicPartition
 from assignors.sticky import assign_cooperative_sticky, assign_sticky
 from assignors.sticky._constrained import visit_partition_topic_order
-from assignors.sticky._layout import Claims, Layout
+from assignors.sticky._layout import Claims, Layout, build_layout, collect_claims
 from assignors.sticky._rejoin import _owned_in_kafka_order
 
 from .conftest import group, member
@@ -118,3 +120,86 @@ def test_owned_partitions_come_sorted_by_partition_then_topic_per_member(last_to
     topic = np.searchsorted(offsets, g, side="right") - 1
     expected = sorted(zip(member.tolist(), (g - offsets[topic]).tolist(), topic.tolist(), g.tolist()))
     assert _owned_in_kafka_order(claims, layout).tolist() == [x[3] for x in expected]
+
+
+# --- reading the claims ----------------------------------------------------------------------------
+
+
+def _claims_by_definition(members, layout):
+    """(member, global index, partition) of every claim naming an assignable partition, in order."""
+    kept = []
+    for m, spec_member in enumerate(members):
+        for topic, partition in spec_member.owned_partitions:
+            t = layout.topic_index.get(topic)
+            if t is not None and 0 <= partition < int(layout.counts[t]):
+                kept.append((m, int(layout.offsets[t]) + partition, partition))
+    return kept
+
+
+_claim_topics = st.sampled_from(["a", "b", "c", "gone"])
+# Partition numbers below and above 256 (small and wide columns), negative ones, Python ints of any
+# size that NumPy's int64 still holds.
+_claim_numbers = st.one_of(st.integers(0, 300), st.integers(-3, -1), st.integers(2**31, 2**40))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.fixed_dictionaries({"a": st.integers(1, 400), "b": st.integers(0, 5), "c": st.integers(1, 3)}),
+    owned=st.lists(st.lists(st.tuples(_claim_topics, _claim_numbers), max_size=6), min_size=1, max_size=8),
+)
+def test_claims_are_read_as_defined(counts, owned):
+    members = [
+        member(f"m{i}", ["a", "b", "c"], [TopicPartition(t, p) for t, p in claims]) for i, claims in enumerate(owned)
+    ]
+    spec = group(*members, topics=counts)
+    layout = build_layout(spec)
+    claims = collect_claims(spec.members, layout)
+    got = list(zip(claims.member.tolist(), claims.g.tolist(), claims.partition.tolist()))
+    assert got == _claims_by_definition(spec.members, layout)
+    assert len(claims.held) == len(claims.g) and len(claims.doubly) == layout.total
+
+
+def test_claims_with_many_topics_take_the_wide_topic_column():
+    names = [f"t{i:03d}" for i in range(300)]
+    owner = member("m0", names, [TopicPartition(name, 0) for name in reversed(names)])
+    spec = group(owner, member("m1", names), topics={name: 1 for name in names})
+    layout = build_layout(spec)
+    claims = collect_claims(spec.members, layout)
+    assert claims.g.tolist() == list(range(299, -1, -1))
+
+
+# --- the closed-form quota walk against the array builder, on generated groups -----------------------
+
+
+@st.composite
+def _rejoins(draw):
+    """Same topics for all; members own disjoint partitions, spread so that often several members own
+    more than maxQuota, fewer than `expected` of them can keep it (the exactly-min queue is used), or
+    some own nothing; now and then a claim the layout drops."""
+    counts = draw(st.lists(st.integers(1, 9), min_size=1, max_size=4))
+    names = [f"t{i}" for i in range(len(counts))]
+    pool = [TopicPartition(t, p) for t, c in zip(names, counts) for p in range(c)]
+    pool = draw(st.permutations(pool))
+    n = draw(st.integers(1, 12))
+    owner_of = draw(st.lists(st.integers(-1, n - 1), min_size=len(pool), max_size=len(pool)))
+    owned: list[list[TopicPartition]] = [[] for _ in range(n)]
+    for tp, owner in zip(pool, owner_of):
+        if owner >= 0:
+            owned[owner].append(tp)
+    if draw(st.booleans()):
+        owned[0].append(TopicPartition("deleted", 0))
+    ids = draw(st.lists(st.text("abcxyz", min_size=1, max_size=3), min_size=n, max_size=n, unique=True))
+    return group(*(member(i, names, o) for i, o in zip(ids, owned)), topics=dict(zip(names, counts)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(spec=_rejoins())
+def test_rejoin_way_equals_the_array_builder_on_generated_groups(spec):
+    for assign in (assign_sticky, assign_cooperative_sticky):
+        with pytest.MonkeyPatch.context() as patch:
+            fast = assign(spec)
+            patch.setattr(sticky, "is_plain_rejoin", lambda claims: False)
+            array = assign(spec)
+        assert fast.assignment == array.assignment
+        assert list(fast.assignment) == list(array.assignment)
+        assert fast.transferring == array.transferring
