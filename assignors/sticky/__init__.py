@@ -84,10 +84,10 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
     equal = subscriptions_equal(layout.subscriptions)
     if equal and len(claims.g) == 0 and not racks.active:
         return _first_constrained_answer(members, layout)
-    visit = hashmap_visit_order(ids)
     if equal and all(layout.subscriptions) and not racks.active and is_plain_rejoin(claims):
         # The usual rejoin: nothing for the ownership, rack or outsider rules to change.
-        return assign_rejoin(members, ids, visit, layout, claims, cooperative, spec.group_id)
+        return assign_rejoin(members, ids, layout, claims, cooperative, spec.group_id)
+    visit = hashmap_visit_order(ids)
     resolve_ownership(members, visit, claims)
     if equal:
         if all(layout.subscriptions):  # no member has an empty subscription: all take part

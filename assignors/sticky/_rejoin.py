@@ -1,20 +1,23 @@
-"""Kafka's constrained sticky builder (spec 3.2) for the usual rejoin, answered on Python lists.
+"""Kafka's constrained sticky builder (spec 3.2) for the usual rejoin, in a few NumPy steps.
 
 The usual rebalance of a group whose members all subscribe to the same topics: members come back
 owning what they had, nobody claims another's partition, racks play no part (the benchmark's
 INCREMENTAL rounds are this). Then the ownership walk, the outsider, rack and double-claim filters
 of :mod:`._constrained` have nothing to do, and what is left is:
 
-1. each member's owned partitions sorted by (partition, topic), members in Java ``HashMap`` order;
-2. the quota walk over the members (kept partitions, the under-min and exactly-min queues);
+1. each member's owned partitions sorted by (partition, topic);
+2. the quota walk over the members in Java ``HashMap`` order (kept partitions, the under-min and
+   exactly-min queues), which has a closed form: only who keeps ``maxQuota`` depends on the
+   visit order, and only when more members could keep it than there are places, so the member
+   ids are hashed only then;
 3. the round-robin deal of the few partitions nobody kept.
 
 The array builder does these with about sixty NumPy calls and builds the answer lists with one
 more sort; each NumPy call costs a microsecond or more whatever its size, which on groups of a
-few hundred members is most of the time. Here step 1 is one sort of packed keys, step 2 cuts each
-member's list straight out of the sorted partitions during the walk, and step 3 runs on lists:
-about ten NumPy calls in all. Same answer as :func:`._constrained.build_constrained` followed by
-the facade's answer building, list order and ``transferring`` included (tests compare them).
+few hundred members is most of the time. Here step 1 is one sort of packed keys, step 2 a few
+whole-array operations, each member's list is cut straight out of the sorted partitions, and step
+3 runs on lists. Same answer as :func:`._constrained.build_constrained` followed by the facade's
+answer building, list order and ``transferring`` included (tests compare them).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 
 from ..model import GroupAssignment, MemberSpec, TopicPartition
 from ._constrained import visit_partition_topic_order
-from ._layout import Claims, Layout, partition_objects
+from ._layout import Claims, Layout, hashmap_visit_order, partition_objects
 from ._round_robin import round_robin_receiver_list
 
 
@@ -38,7 +41,6 @@ def is_plain_rejoin(claims: Claims) -> bool:
 def assign_rejoin(
     members: Sequence[MemberSpec],
     ids: list[str],
-    visit: np.ndarray,
     layout: Layout,
     claims: Claims,
     cooperative: bool,
@@ -46,7 +48,7 @@ def assign_rejoin(
 ) -> GroupAssignment:
     """The constrained builder's answer when every member subscribes to the same non-empty topic
     set, racks play no part and :func:`is_plain_rejoin` holds. ``ids``: the members' ids in spec
-    order; ``visit``: every member's position in Java ``HashMap`` order."""
+    order."""
     n = len(members)
     total = layout.total
     min_q, expected = divmod(total, n)
@@ -59,23 +61,25 @@ def assign_rejoin(
     owned = np.bincount(claims.member, minlength=n)
     starts = np.cumsum(owned) - owned  # each member's run in sorted_g (members in spec order)
 
-    # The quota walk, in visit order, in closed form. A member under minQuota keeps all it owns
-    # and waits in the under-min queue. Of those owning maxQuota or more, the first `expected`
-    # visited keep maxQuota; every other member keeps minQuota. The exactly-min queue (members at
-    # minQuota) matters only if fewer than `expected` members could keep maxQuota: Kafka clears
-    # it when the last maxQuota place is taken.
-    count = owned[visit]
-    keep_in_visit = np.minimum(count, min_q)
+    # The quota walk in closed form. Kafka visits members in Java HashMap order: one under
+    # minQuota keeps all it owns and waits in the under-min queue; of those owning maxQuota or
+    # more, the first `expected` visited keep maxQuota; every other member keeps minQuota. Members
+    # at minQuota wait in the exactly-min queue unless all `expected` places are taken (Kafka
+    # clears the queue when the last one is). Both queues are then sorted by member id, so the
+    # visit order only matters when more members could keep maxQuota than there are places.
+    keep = np.minimum(owned, min_q)
     exactly: list[int] = []
     if expected:
-        could_keep_max = count >= max_q
-        taken = np.cumsum(could_keep_max)
-        keep_in_visit += could_keep_max & (taken <= expected)
-        if taken[-1] < expected:
-            exactly = visit[count == min_q].tolist()
-    under = visit[count < min_q].tolist()
-    keep = np.empty(n, dtype=np.int64)
-    keep[visit] = keep_in_visit
+        could_keep_max = owned >= max_q
+        candidates = int(np.count_nonzero(could_keep_max))
+        if candidates > expected:
+            visit = hashmap_visit_order(ids)
+            keep[visit[could_keep_max[visit]][:expected]] = max_q
+        else:
+            keep[could_keep_max] = max_q
+            if candidates < expected:
+                exactly = np.flatnonzero(owned == min_q).tolist()
+    under = np.flatnonzero(owned < min_q).tolist()
     ends = starts + keep
     lists = [sorted_objects[start:end] for start, end in zip(starts.tolist(), ends.tolist())]
 
