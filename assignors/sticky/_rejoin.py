@@ -86,10 +86,16 @@ def assign_rejoin(
     # maybeRevokedPartitions: the partitions each member gave up past its quota. claims.member is
     # ascending, so it is also the owner of each place of sorted_g.
     trimmed = np.flatnonzero(ends[claims.member] <= np.arange(len(sorted_g)))
-    free = np.ones(total, dtype=bool)
-    free[claims.g] = False
-    free[sorted_g[trimmed]] = True
-    unassigned_g = np.flatnonzero(free)  # ascending: Kafka's (topic, partition) order
+    # Unassigned: the trimmed partitions and those nobody claims, ascending (Kafka's (topic,
+    # partition) order). Claims are unique here, so when there are as many as partitions, every
+    # partition is claimed (the usual rejoin) and only the trimmed ones are left.
+    if len(claims.g) == total:
+        unassigned_g = np.sort(sorted_g[trimmed])
+    else:
+        free = np.ones(total, dtype=bool)
+        free[claims.g] = False
+        free[sorted_g[trimmed]] = True
+        unassigned_g = np.flatnonzero(free)
 
     owned_list = owned.tolist()
     under.sort(key=ids.__getitem__)
