@@ -84,7 +84,7 @@ def collect_claims(members: Sequence[MemberSpec], layout: Layout) -> Claims:
         empty = np.zeros(0, dtype=np.int64)
         return Claims(empty, empty, np.zeros(0, dtype=bool), np.zeros(layout.total, dtype=bool), empty)
     flat = list(chain.from_iterable(owned))
-    member = np.repeat(np.arange(len(members), dtype=np.int64), lengths)
+    member = np.arange(len(members), dtype=np.int64).repeat(lengths)
     # Both columns in one pass in C; a claim is a (topic, partition) pair.
     topics, numbers = zip(*flat)
     partition = _int_column(numbers)
