@@ -44,8 +44,9 @@ def build_layout(spec: GroupSpec) -> Layout:
     names: set[str] = set()
     for subscription in subscriptions:
         names.update(subscription)
-    topics = sorted(t for t in names if t in spec.topics and spec.topics[t].partitions > 0)
-    counts = [spec.topics[t].partitions for t in topics]
+    topic_specs = spec.topics
+    topics = sorted([t for t in names if t in topic_specs and topic_specs[t].partitions > 0])
+    counts = [topic_specs[t].partitions for t in topics]
     offsets = [0, *accumulate(counts)]  # summed in Python: NumPy's call costs more on a few topics
     return Layout(
         topics=topics,
@@ -54,7 +55,7 @@ def build_layout(spec: GroupSpec) -> Layout:
         offsets=np.array(offsets, dtype=np.int64),
         total=offsets[-1],
         subscriptions=subscriptions,
-        objects=tuple(partitions_of(spec, t) for t in topics),
+        objects=tuple([partitions_of(spec, t) for t in topics]),
     )
 
 
