@@ -74,19 +74,23 @@ def assign_cooperative_sticky(spec: GroupSpec) -> GroupAssignment:
 
 
 def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
-    ids = check_unique_member_ids(spec)
     members = spec.members
+    ids = [m.member_id for m in members]
     layout = build_layout(spec)
+    # The three quick answers below work member by member, whatever the ids, and are keyed by
+    # member id: a repeated id shows as an answer with fewer members than the spec, which is
+    # cheaper to check than a set of the ids up front.
     if not members or layout.total == 0:
-        return GroupAssignment(assignment={member_id: [] for member_id in ids})
+        return _unique_ids(spec, GroupAssignment(assignment={member_id: [] for member_id in ids}))
     claims = collect_claims(members, layout)
     racks = rack_info(spec, members, layout)
     equal = subscriptions_equal(layout.subscriptions)
     if equal and len(claims.g) == 0 and not racks.active:
-        return _first_constrained_answer(members, layout)
+        return _unique_ids(spec, _first_constrained_answer(members, layout))
     if equal and all(layout.subscriptions) and not racks.active and is_plain_rejoin(claims):
         # The usual rejoin: nothing for the ownership, rack or outsider rules to change.
-        return assign_rejoin(members, ids, layout, claims, cooperative, spec.group_id)
+        return _unique_ids(spec, assign_rejoin(members, ids, layout, claims, cooperative, spec.group_id))
+    check_unique_member_ids(spec)
     visit = hashmap_visit_order(ids)
     resolve_ownership(members, visit, claims)
     if equal:
@@ -101,6 +105,14 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
     else:
         draft = build_general(members, layout, claims, racks, cooperative, visit)
     return _answer(spec, layout, claims, draft, cooperative)
+
+
+def _unique_ids(spec: GroupSpec, answer: GroupAssignment) -> GroupAssignment:
+    """``answer``, unless the spec lists a member id twice (Kafka keys members by id, so such a
+    spec has no Kafka meaning): then the error :func:`check_unique_member_ids` raises."""
+    if len(answer.assignment) != len(spec.members):
+        check_unique_member_ids(spec)
+    return answer
 
 
 def _first_constrained_answer(members, layout) -> GroupAssignment:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import assignors.sticky as sticky
+from assignors.errors import InvalidGroupSpecError
 from assignors.model import TopicPartition
 from assignors.sticky import assign_cooperative_sticky, assign_sticky
 from assignors.sticky._constrained import visit_partition_topic_order
@@ -203,3 +204,26 @@ def test_rejoin_way_equals_the_array_builder_on_generated_groups(spec):
         assert fast.assignment == array.assignment
         assert list(fast.assignment) == list(array.assignment)
         assert fast.transferring == array.transferring
+
+
+# --- a member id listed twice ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "members, topics",
+    [
+        ([member("c1", ["t"]), member("c1", ["t"])], {"t": 0}),  # nothing to assign
+        ([member("c1", ["t"]), member("c1", ["t"])], {"t": 4}),  # first assignment
+        ([member("c1", ["t"], [TopicPartition("t", 0)]), member("c1", ["t"], [TopicPartition("t", 1)])],
+         {"t": 4}),  # the usual rejoin
+        ([member("c1", ["t"], [TopicPartition("t", 0)]), member("c1", ["t"], [TopicPartition("t", 0)])],
+         {"t": 4}),  # the constrained builder (a doubly claimed partition)
+        ([member("c1", ["t"], [TopicPartition("t", 0)]), member("c1", ["t", "u"])],
+         {"t": 4, "u": 2}),  # the general builder
+    ],
+    ids=["nothing-to-assign", "first-assignment", "rejoin", "constrained", "general"],
+)
+@pytest.mark.parametrize("assign", [assign_sticky, assign_cooperative_sticky], ids=["sticky", "cooperative"])
+def test_a_member_id_listed_twice_is_refused_on_every_path(assign, members, topics):
+    with pytest.raises(InvalidGroupSpecError, match="member id 'c1' appears more than once"):
+        assign(group(*members, topics=topics))
