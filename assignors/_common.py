@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import gc
-from contextlib import contextmanager
 from itertools import repeat
 from operator import attrgetter
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -223,8 +222,7 @@ def _small_group_subscribers(member_order: Sequence[int], member_group: list[int
     return subscribers_of
 
 
-@contextmanager
-def paused_gc() -> Iterator[None]:
+class paused_gc:  # noqa: N801 - named and used like a function: ``with paused_gc():``
     """Keep the cyclic garbage collector out of an assignor's hot path.
 
     An answer for a large group is hundreds of thousands of small tuples and lists, none of them in
@@ -235,13 +233,19 @@ def paused_gc() -> Iterator[None]:
     ``unfreeze`` is two list splices); otherwise the first allocation after ``enable`` would
     traverse all of them at once, typically at the start of the next assignment. Skipped when the
     process froze objects itself (a pre-fork server), because ``unfreeze`` would release those too.
+
+    A class rather than a ``contextlib.contextmanager`` generator: about half the fixed cost
+    (0.5 against 1.1 us), which shows on the smallest groups' 0.1 ms calls.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
+
+    __slots__ = ("_was_enabled",)
+
+    def __enter__(self) -> None:
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._was_enabled:
             if gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()
