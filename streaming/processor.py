@@ -1,23 +1,23 @@
 """The Spark side of the per-group engine: a transformWithStateInPandas processor.
 
-Spark's operator pays a fixed cost for every grouping key in a batch (measured at about 8 ms per key
-on 2 cores, bench/tws_probe.py), far more than our Python spends on a group. So the operator is
-keyed by a *state bucket* (a hash of the group id, ``job.state_buckets`` of them), and each bucket
-holds its groups' states in a MapState (group id -> the engine's state as compressed bytes): a group
-with events costs one read and one write per micro-batch however many heartbeats it had, and a batch
-costs one key per bucket, not per group.
+Spark's operator pays a fixed cost for every grouping key in a batch (measured at about 1 ms per key
+on 2 cores, docs/benchmarks/tws-probe.md), far more than our Python spends on a group. So the
+operator is keyed by a *state bucket* (a hash of the group id, ``job.state_buckets`` of them), and
+each bucket holds its groups' states in one state value (:class:`~streaming.state_bucket.StateBucket`):
+a bucket costs one read and one write per micro-batch however many groups and heartbeats it had,
+and a batch costs one key per bucket, not per group.
 
-Each bucket keeps one event-time timer, at the earliest deadline of its groups, and a small index of
-those deadlines (group id -> deadline) so that a firing timer knows which groups are due without
-reading every group's state. The processor emits rows of the form ``(table, group_id, payload
-JSON)``; the sink splits them into the Delta tables.
+Each bucket keeps one event-time timer, at the earliest deadline of its groups; the bucket keeps
+those deadlines beside the groups' states so that a firing timer knows which groups are due without
+decoding the others. The processor emits rows of the form ``(table, group_id, payload JSON)``; the
+sink splits them into the Delta tables.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import zlib
+from collections import Counter
 from typing import Any, Iterator
 
 import numpy as np
@@ -30,7 +30,7 @@ from schemas.events import MEMBERSHIP_FIELDS
 
 from .group_state import EngineSettings, GroupState, Output, advance, next_deadline
 from .parse import HEARTBEAT, MEMBERSHIP
-from .state_codec import decode_state, encode_state
+from .state_bucket import StateBucket
 
 OUTPUT_SCHEMA = StructType([
     StructField("table", StringType(), False),
@@ -39,7 +39,6 @@ OUTPUT_SCHEMA = StructType([
 ])
 STATS_TABLE = "_stats"
 _BLOB_SCHEMA = StructType([StructField("blob", BinaryType(), False)])
-_GROUP_KEY_SCHEMA = StructType([StructField("group_id", StringType(), False)])
 REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
                         "raw_value", "event_time", "kafka_timestamp")
 MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
@@ -143,39 +142,37 @@ class GroupProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:  # also runs on the driver: no side effects
         self.handle = handle
-        self.groups = handle.getMapState("groups", _GROUP_KEY_SCHEMA, _BLOB_SCHEMA)
-        self.deadlines = handle.getValueState("deadlines", _BLOB_SCHEMA)
+        self.bucket_state = handle.getValueState("bucket", _BLOB_SCHEMA)
 
     # -- state ----------------------------------------------------------------------------------
 
-    def _load(self, group_id: str) -> GroupState:
-        stored = self.groups.getValue((group_id,))  # None for a new group: no containsKey round trip
-        return decode_state(bytes(stored[0])) if stored is not None else GroupState(group_id=group_id)
+    def _load_bucket(self) -> StateBucket:
+        stored = self.bucket_state.get()
+        return StateBucket.from_bytes(bytes(stored[0])) if stored is not None else StateBucket()
 
-    def _save(self, state: GroupState, index: "_DeadlineIndex") -> None:
-        self.groups.updateValue((state.group_id,), (encode_state(state),))
-        index.set(state.group_id, next_deadline(state, self.settings))
-
-    def _load_index(self) -> "_DeadlineIndex":
-        stored = self.deadlines.get()
-        return _DeadlineIndex(*decode_deadlines(bytes(stored[0]))) if stored is not None else _DeadlineIndex({}, None)
-
-    def _save_index(self, index: "_DeadlineIndex") -> None:
-        """Persist the index and keep the bucket's timer at or before its earliest deadline.
+    def _save_bucket(self, bucket: StateBucket) -> None:
+        """Persist the bucket and keep its timer at or before its earliest deadline.
 
         A timer that fires early is harmless (the handler re-arms it), so an existing one stays unless
         the earliest deadline moved before it: active groups, whose deadlines move on with every
         heartbeat, then need no timer calls at all in most batches.
         """
-        if not index.changed:
+        if not bucket.changed:
             return
-        wanted = index.earliest()
-        if wanted is not None and (index.timer_at is None or wanted < index.timer_at):
-            if index.timer_at is not None:
-                self.handle.deleteTimer(index.timer_at)
+        wanted = bucket.earliest_deadline()
+        if wanted is not None and (bucket.timer_at is None or wanted < bucket.timer_at):
+            if bucket.timer_at is not None:
+                self.handle.deleteTimer(bucket.timer_at)
             self.handle.registerTimer(wanted)
-            index.timer_at = wanted
-        self.deadlines.update((encode_deadlines(index.by_group, index.timer_at),))
+            bucket.timer_at = wanted
+        self.bucket_state.update((bucket.to_bytes(),))
+
+    def _advance(self, bucket: StateBucket, group_id: str, *args, **kwargs):
+        """The engine's :func:`advance` on one group of ``bucket``, its new state kept in the bucket."""
+        state = bucket.load(group_id)
+        outputs, batch_stats = advance(state, *args, **kwargs)
+        bucket.save(state, next_deadline(state, self.settings))
+        return outputs, batch_stats
 
     # -- Spark's callbacks ----------------------------------------------------------------------
 
@@ -184,7 +181,8 @@ class GroupProcessor(StatefulProcessor):
         batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         watermark = timerValues.getCurrentWatermarkInMs()
         out: list[tuple[str, str | None, str]] = []
-        index = self._load_index()
+        bucket = self._load_bucket()
+        stats = Counter()
         # Columns become NumPy arrays once per bucket; each group is then a set of row positions.
         # (Slicing the DataFrame per group cost more than the engine itself.)
         columns = _Columns(batch)
@@ -194,12 +192,15 @@ class GroupProcessor(StatefulProcessor):
         bounds = np.flatnonzero(keys_sorted[1:] != keys_sorted[:-1]) + 1
         for rows_of_group in np.split(order, bounds):
             out.extend(self._group_rows(str(columns.group_keys[rows_of_group[0]]), columns, rows_of_group,
-                                        watermark, index))
-        self._save_index(index)
+                                        watermark, bucket, stats))
+        self._save_bucket(bucket)
+        # One stats row for the bucket, not one per group: the sink only sums them (ingest_metrics).
+        out.append((STATS_TABLE, None, json.dumps(stats)))
         yield pd.DataFrame(out, columns=["table", "group_id", "payload"])
 
     def _group_rows(self, group_id: str, columns: "_Columns", positions: np.ndarray, watermark: int,
-                    index: "_DeadlineIndex") -> list:
+                    bucket: StateBucket, stats: Counter) -> list:
+        """The group's output rows for the batch; its counts are added to the bucket's ``stats``."""
         out: list[tuple[str, str | None, str]] = []
         refused = columns.refused[positions]
         kinds = columns.kinds[positions]
@@ -209,39 +210,36 @@ class GroupProcessor(StatefulProcessor):
                 row["reason"] = columns.reasons[i]
                 out.append((tables.REJECTED_EVENTS, row.get("group_id"), json.dumps(row)))
         n_refused = int(refused.sum())
-        stats = {"records": int(columns.records[positions].sum()), "rejected": n_refused}
-
+        stats["records"] += int(columns.records[positions].sum())
+        stats["rejected"] += n_refused
+        if group_id:
+            stats["groups"] += 1
         if group_id and n_refused < len(positions):
             # Heartbeats, the bulk, stay arrays: they never become Python dicts.
             membership = positions[(kinds == MEMBERSHIP) & ~refused]
             heartbeats = positions[(kinds == HEARTBEAT) & ~refused]
             events = [json.loads(columns.payloads[i]) for i in membership]
             beat_members, beat_times = columns.heartbeats(heartbeats)
-            state = self._load(group_id)
-            outputs, batch_stats = advance(
-                state, events, beat_members, beat_times, self.settings,
+            outputs, batch_stats = self._advance(
+                bucket, group_id, events, beat_members, beat_times, self.settings,
                 watermark_ms=watermark, progress_reports=columns.lag_reports(heartbeats))
-            self._save(state, index)
             out.extend(self._rows(group_id, outputs))
             stats.update(membership_accepted=batch_stats.membership_accepted,
                          heartbeats_accepted=batch_stats.heartbeats_accepted, late=batch_stats.late,
-                         unknown_member_heartbeats=batch_stats.unknown_member_heartbeats)
-            stats["rejected"] += batch_stats.rejected
-        out.append((STATS_TABLE, group_id, json.dumps(stats)))
+                         unknown_member_heartbeats=batch_stats.unknown_member_heartbeats,
+                         rejected=batch_stats.rejected)
         return out
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
         watermark = timerValues.getCurrentWatermarkInMs()
-        index = self._load_index()
-        index.timer_at = None  # Spark deletes a timer once it has fired
-        index.changed = True
+        bucket = self._load_bucket()
+        bucket.timer_at = None  # Spark deletes a timer once it has fired
+        bucket.changed = True
         rows = []
-        for group_id in index.due(watermark):
-            state = self._load(group_id)
-            outputs, _ = advance(state, [], [], [], self.settings, watermark_ms=watermark)
-            self._save(state, index)
+        for group_id in bucket.due(watermark):
+            outputs, _ = self._advance(bucket, group_id, [], [], [], self.settings, watermark_ms=watermark)
             rows.extend(self._rows(group_id, outputs))
-        self._save_index(index)
+        self._save_bucket(bucket)
         if rows:
             yield pd.DataFrame(rows, columns=["table", "group_id", "payload"])
 
@@ -291,37 +289,3 @@ class _Columns:
             lags = json.loads(payload)["task_lags"]
             out.append((str(self.member_ids[i]), int(self.event_times[i]), {str(k): int(v) for k, v in lags.items()}))
         return out
-
-
-class _DeadlineIndex:
-    """A bucket's groups' next deadlines, and the bucket's registered timer."""
-
-    def __init__(self, by_group: dict[str, int], timer_at: int | None):
-        self.by_group = by_group
-        self.timer_at = timer_at
-        self.changed = False
-
-    def set(self, group_id: str, deadline: int | None) -> None:
-        if self.by_group.get(group_id) == deadline:
-            return
-        self.changed = True
-        if deadline is None:
-            self.by_group.pop(group_id, None)
-        else:
-            self.by_group[group_id] = deadline
-
-    def earliest(self) -> int | None:
-        return min(self.by_group.values()) if self.by_group else None
-
-    def due(self, watermark: int) -> list[str]:
-        """Groups whose deadline the watermark has reached, in a stable order."""
-        return sorted(g for g, d in self.by_group.items() if d <= watermark)
-
-
-def encode_deadlines(by_group: dict[str, int], timer_at: int | None) -> bytes:
-    return zlib.compress(json.dumps({"deadlines": by_group, "timer_at": timer_at}, separators=(",", ":")).encode(), 1)
-
-
-def decode_deadlines(blob: bytes) -> tuple[dict[str, int], int | None]:
-    data = json.loads(zlib.decompress(blob))
-    return data["deadlines"], data["timer_at"]

@@ -33,7 +33,7 @@ from .processor import STATS_TABLE
 OUTPUT_TABLES = (tables.ASSIGNMENTS, tables.REVOCATIONS, tables.BALANCE_METRICS, tables.MEMBER_EVENTS,
                  tables.REJECTED_EVENTS, tables.ASSIGNMENT_CHECKS, tables.ALERTS)
 _STATS_COLUMNS = ("records", "membership_accepted", "heartbeats_accepted", "late", "rejected",
-                  "unknown_member_heartbeats")
+                  "unknown_member_heartbeats", "groups")
 
 
 def batch_marker(app_id: str, batch_id: int) -> str:
@@ -118,8 +118,7 @@ def ingest_row(output: pa.Table, batch_id: int) -> pa.Table:
         for column, value in json.loads(payload).items():
             if column in totals:
                 totals[column] += value or 0
-    groups = {g for g in stats["group_id"].to_pylist() if g}
-    row = {"batch_id": batch_id, **totals, "groups": len(groups)}
+    row = {"batch_id": batch_id, **totals}
     schema = table_arrow_schema(tables.INGEST_METRICS)
     return pa.Table.from_pylist([row], schema=schema)
 

@@ -69,10 +69,11 @@ def test_the_processor_output_becomes_typed_rows_and_an_ingest_row(spark, tmp_pa
                   "not_a_column": "ignored"}
     output = pa.table({
         "table": [tables.ASSIGNMENTS, STATS_TABLE, STATS_TABLE],
-        "group_id": ["g", "g", "h"],
+        "group_id": ["g", None, None],
+        # One stats row per state bucket, each counting the groups it advanced.
         "payload": [json.dumps(assignment),
-                    json.dumps({"records": 5, "heartbeats_accepted": 4, "membership_accepted": 1}),
-                    json.dumps({"records": 2, "rejected": 2})],
+                    json.dumps({"records": 5, "heartbeats_accepted": 4, "membership_accepted": 1, "groups": 1}),
+                    json.dumps({"records": 2, "rejected": 2, "groups": 1})],
     })
     written = dict(output_tables(output, batch_id=7))
     assert set(written) == {tables.ASSIGNMENTS, tables.INGEST_METRICS}

@@ -1,0 +1,72 @@
+"""A state bucket survives its bytes: groups, deadlines and the timer, and it refuses foreign bytes."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from streaming.group_state import GroupState
+from streaming.state_bucket import StateBucket
+from streaming.state_codec import encode_state
+
+
+def _state(group_id: str, generation: int) -> GroupState:
+    state = GroupState(group_id=group_id)
+    state.generation = generation
+    return state
+
+
+def test_groups_deadlines_and_timer_come_back_from_the_bytes():
+    bucket = StateBucket()
+    bucket.save(_state("orders", 3), deadline=5_000)
+    bucket.save(_state("payments", 7), deadline=None)  # nothing due: no deadline kept
+    bucket.timer_at = 5_000
+
+    again = StateBucket.from_bytes(bucket.to_bytes())
+
+    assert again.load("orders").generation == 3
+    assert again.load("payments").generation == 7
+    assert again.deadlines == {"orders": 5_000}
+    assert again.timer_at == 5_000
+    assert not again.changed
+
+
+def test_a_group_the_batch_does_not_touch_keeps_its_bytes():
+    bucket = StateBucket()
+    bucket.save(_state("quiet", 1), deadline=None)
+    bucket.save(_state("busy", 1), deadline=None)
+    quiet_bytes = bucket.blobs["quiet"]
+
+    again = StateBucket.from_bytes(bucket.to_bytes())
+    again.save(_state("busy", 2), deadline=9)
+
+    assert again.blobs["quiet"] == quiet_bytes
+    assert again.blobs["busy"] == encode_state(_state("busy", 2))
+
+
+def test_an_unknown_group_starts_empty():
+    state = StateBucket().load("new-group")
+    assert state.group_id == "new-group"
+    assert state.generation == 0 and not state.members
+
+
+def test_due_groups_are_those_the_watermark_reached_in_a_stable_order():
+    bucket = StateBucket(deadlines={"c": 10, "a": 10, "b": 30, "d": 9})
+    assert bucket.due(10) == ["a", "c", "d"]
+    assert bucket.earliest_deadline() == 9
+    assert StateBucket().earliest_deadline() is None
+
+
+def test_a_saved_deadline_of_none_removes_the_old_one():
+    bucket = StateBucket(deadlines={"g": 100})
+    bucket.save(_state("g", 1), deadline=None)
+    assert bucket.deadlines == {}
+
+
+def test_bytes_of_another_format_are_refused_with_the_version_named():
+    schema = pa.schema([("group_id", pa.string())], metadata={"format": "0"})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(pa.record_batch([pa.array(["g"])], schema=schema))
+    with pytest.raises(ValueError, match="state bucket format '0' is not 1"):
+        StateBucket.from_bytes(sink.getvalue().to_pybytes())
