@@ -459,34 +459,14 @@ class _FakeValueState:
 
 
 class _FakeHandle:
-    """Just enough of StatefulProcessorHandle for GroupProcessor (a MapState of group states and a
-    ValueState per bucket), to run it without Spark."""
+    """Just enough of StatefulProcessorHandle for GroupProcessor (one ValueState per bucket), to run
+    it without Spark."""
 
     def __init__(self):
-        self.groups: dict = {}
-        self.index = None
-
-    def getMapState(self, name, key_schema, value_schema):
-        outer = self
-
-        class _Map:
-            def getValue(self, key):
-                return outer.groups.get(key)
-
-            def updateValue(self, key, value):
-                outer.groups[key] = value
-        return _Map()
+        self.values: dict[str, _FakeValueState] = {}
 
     def getValueState(self, name, schema):
-        outer = self
-
-        class _Value:
-            def get(self):
-                return outer.index
-
-            def update(self, value):
-                outer.index = value
-        return _Value()
+        return self.values.setdefault(name, _FakeValueState())
 
     def registerTimer(self, t):
         pass
@@ -512,6 +492,7 @@ def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: 
 
     from streaming.group_state import EngineSettings
     from streaming.processor import INPUT_COLUMNS, GroupProcessor
+    from streaming.state_bucket import StateBucket
 
     processor = GroupProcessor(EngineSettings())
     handle = _FakeHandle()
@@ -556,12 +537,14 @@ def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: 
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(18)
     top = [line for line in text.getvalue().splitlines() if line.strip()][:40]
+    stored = StateBucket.from_bytes(bytes(handle.values["bucket"].get()[0]))
     return {
         "shape": {"groups_in_bucket": groups, "members_per_group": members, "rows": len(batch),
                   "heartbeat_records": groups * members * beats_per_member},
         "handle_input_rows_s_per_bucket_batch": round(whole, 3),
         "ms_per_group": round(whole / groups * 1000, 3),
-        "state_blob_bytes_per_group": round(statistics.fmean(len(bytes(v[0])) for v in handle.groups.values())),
+        "state_blob_bytes_per_group": round(statistics.fmean(len(b) for b in stored.blobs.values())),
+        "bucket_value_bytes": len(bytes(handle.values["bucket"].get()[0])),
         "cprofile_top_by_tottime": top,
     }
 
@@ -715,20 +698,24 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
     latencies: list[float] = []
     missing: list[str] = []
     try:
-        # Warm-up: the initial burst (every group's workload and joins) must be through first;
-        # we wait for the probe group's first generation, then a little more.
-        # Capped: a job that cannot keep up never finishes its warm-up, and that is a result too.
+        # Warm-up, in two steps, capped together (a job that cannot keep up never finishes its warm-up,
+        # and that is a result too): the initial burst (every group's workload and joins) must be
+        # through, which the probe group's first generation shows; then the job must have caught up
+        # with the live traffic that queued behind that burst (see _caught_up). Probing earlier
+        # measures the start-up backlog, not the running job.
         deadline = time.monotonic() + warmup_cap_s
         result["warmup_done"] = False
+        first_generation_seen = False
         while time.monotonic() < deadline:
-            if any(r["group_id"] == LiveTraffic.PROBE_GROUP for _, r in tail.poll()):
+            if not first_generation_seen:
+                first_generation_seen = any(r["group_id"] == LiveTraffic.PROBE_GROUP for _, r in tail.poll())
+            elif _caught_up(progress_rows(query), traffic.produced / (time.monotonic() - produced_at_start)):
                 result["warmup_done"] = True
                 break
             if query.exception() is not None:
                 raise RuntimeError(f"the job failed: {query.exception()}")
             time.sleep(0.2)
         result["warmup_s"] = round(time.monotonic() - produced_at_start, 1)
-        time.sleep(min(15.0, warmup_cap_s / 8))
         first_probe_batch = query.lastProgress["batchId"] if query.lastProgress else 0
         pending: dict[str, float] = {}
         found: dict[str, float] = {}
@@ -781,6 +768,18 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
     return result
 
 
+def _caught_up(progress: list[dict], events_per_s: float, batches: int = 5) -> bool:
+    """Whether the last ``batches`` micro-batches read no more than what arrived while the batch
+    before each ran (with 50 % slack): with no pause between triggers, a job that keeps up reads
+    about rate x previous batch's duration, and one still working off a backlog reads more."""
+    with_input = [p for p in progress if p.get("numInputRows")]
+    if len(with_input) < batches + 1:
+        return False
+    recent = with_input[-(batches + 1):]
+    return all(now["numInputRows"] <= 1.5 * events_per_s * before["durationMs"]["triggerExecution"] / 1000
+               for before, now in zip(recent, recent[1:]))
+
+
 #: A probe not in Delta after this long is counted as missing (the job is not keeping up).
 PROBE_TIMEOUT_S = 45.0
 #: The low-latency setting: no trigger pause, a 250 ms coalescing window and 500 ms of lateness,
@@ -798,7 +797,7 @@ def scenario_latency(spark, bootstrap: str, work: Path, quick: bool) -> dict:
                          ("low_latency_1k_per_s", 50 if quick else 100)):
         print(f"[latency] {name} ...", flush=True)
         runs[name] = latency_run(spark, bootstrap, work, name.replace("_", "-"), groups, samples,
-                                 60 if quick else 90, **LOW_LATENCY)
+                                 60 if quick else 180, **LOW_LATENCY)
         print(f"[latency] {name}: {runs[name]['latency_s']} missing {runs[name]['missing']} "
               f"warm-up done {runs[name]['warmup_done']}", flush=True)
     return runs
@@ -1065,17 +1064,21 @@ def markdown(results: dict) -> str:
             "The job runs continuously while a live simulation produces heartbeats with event time = now; "
             "every 2 s a new member joins a probe group (10 live members, range, 24 partitions) and we time "
             "from the produce call to the Delta commit that holds the `balance_metrics` row with "
-            "`trigger_member` = that member (the Delta log is polled every 50 ms with pyarrow).",
+            "`trigger_member` = that member (the Delta log is polled every 50 ms with pyarrow). Probing starts "
+            "once the job has caught up after its start (warm-up s, from the first produce: the probe group's "
+            "first generation is in Delta, and the last 5 batches each read at most 1.5 x what arrived during "
+            "the batch before; capped at 180 s).",
             "",
-            "| setting | trigger | coalesce ms | lateness ms | background events/s | samples | missing | p50 s | p90 s | "
-            "p99 s | max s | batch s p50 / max | compute s p50 | sink s p50 | load start -> end |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
+            "| setting | trigger | coalesce ms | lateness ms | background events/s | warm-up s | samples | missing | "
+            "p50 s | p90 s | p99 s | max s | batch s p50 / max | compute s p50 | sink s p50 | load start -> end |",
+            "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
         ]
         for name, r in lat.items():
             j, q = r["job"], r["latency_s"]
             lines.append(
                 f"| {name} | {j['trigger_interval']} | {j['coalesce_ms']} | {j['allowed_lateness_ms']} | "
-                f"{_fmt(r['produced_events_per_s'])} | {r['samples']} | {r['missing']} | {_fmt(q.get('p50'))} | "
+                f"{_fmt(r['produced_events_per_s'])} | {r['warmup_s']}{'' if r['warmup_done'] else ' (not caught up)'} | "
+                f"{r['samples']} | {r['missing']} | {_fmt(q.get('p50'))} | "
                 f"{_fmt(q.get('p90'))} | **{_fmt(q.get('p99'))}** | {_fmt(q.get('max'))} | "
                 f"{_fmt(r['batch_duration_s'].get('p50'))} / {_fmt(r['batch_duration_s'].get('max'))} | "
                 f"{_fmt(r.get('batch_compute_s', {}).get('p50'))} | {_fmt(r.get('batch_sink_s', {}).get('p50'))} | "
@@ -1151,13 +1154,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", choices=("throughput", "latency", "big-group", "all"), default="all")
     parser.add_argument("--quick", action="store_true", help="small workloads: checks the script works")
     parser.add_argument("--no-write", action="store_true", help="print, do not write the result files")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra Spark setting for the session (repeatable), e.g. to try JVM options")
     args = parser.parse_args(argv)
+    extra_conf = {}
+    for item in args.spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"--spark-conf wants KEY=VALUE, got {item!r}")
+        extra_conf[key] = value
     wanted = ("throughput", "latency", "big-group") if args.scenario == "all" else (args.scenario,)
 
     results: dict[str, Any] = {
         "command": "bench/job.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "quick": args.quick, "machine": machine_info(), "scenarios": {}, "merge": args.scenario != "all",
+        "spark_conf": extra_conf,
     }
     work = Path(tempfile.mkdtemp(prefix="bench-job-"))
     port = broker._free_port()
@@ -1169,7 +1181,7 @@ def main(argv: list[str] | None = None) -> int:
         from streaming.spark import build_spark_session
 
         # Keep every progress event of a query (default 100), so no batch is missing from the rate.
-        spark = build_spark_session(extra={"spark.sql.streaming.numRecentProgressUpdates": "100000"})
+        spark = build_spark_session(extra={"spark.sql.streaming.numRecentProgressUpdates": "100000", **extra_conf})
         exclude = {status.pid} if status.pid else set()
         # A failing scenario is recorded with its error and the others still run and get written:
         # a long run should not lose its finished numbers to one late crash.
