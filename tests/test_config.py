@@ -37,7 +37,7 @@ def test_flags_override_the_file_and_pass_through_kafka_options():
     assert opts["kafka.security.protocol"] == "SASL_SSL"
     # Only heartbeats, the bulk, are rate-limited: membership is read in full every batch.
     assert "maxOffsetsPerTrigger" not in opts
-    assert config.kafka.source_options("rebalance.heartbeats")["maxOffsetsPerTrigger"] == "200000"
+    assert config.kafka.source_options("rebalance.heartbeats")["maxOffsetsPerTrigger"] == "500000"
     assert config.kafka.redacted_options()["sasl.password"] == "***"
     assert config.output.table_path("events") == "/tmp/x/events"
 
