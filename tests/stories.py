@@ -192,3 +192,17 @@ def task_group_records(story, group_id, start_ms, group_type):
                 beat["task_lags"] = e[3]
             beats.append((group_id, beat))
     return membership, beats
+
+
+def roundtrip_state(state):
+    """The state as the state store gives it back: to bytes and back.
+
+    The bytes must decode to a state equal to the one they came from: a job's Python worker reuses
+    a group's state object from its previous batch instead of decoding the same bytes again
+    (streaming/state_bucket.py), so anything the codec changed would make the history depend on
+    which worker ran a batch, or on a restart."""
+    from streaming.state_codec import decode_state, encode_state
+
+    decoded = decode_state(encode_state(state))
+    assert decoded == state
+    return decoded

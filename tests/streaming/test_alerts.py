@@ -10,8 +10,7 @@ import pytest
 from streaming.alert_rules import AlertConfigError, AlertRules, parse_alert_rules
 from streaming.config import ConfigError, parse_config
 from streaming.group_state import EngineSettings, GroupState, advance, next_deadline
-from streaming.state_codec import decode_state, encode_state
-from tests.stories import collector_observation, eager_range_story, heartbeats, in_time_order, join, leave, workload
+from tests.stories import roundtrip_state, collector_observation, eager_range_story, heartbeats, in_time_order, join, leave, workload
 
 
 def rules(toml: str) -> AlertRules:
@@ -32,7 +31,7 @@ def run(events, alert_rules: AlertRules = AlertRules(), batches=1, group_id="g")
         rows, _ = advance(state, members, [m for _, m, _ in hbs], [t for _, _, t in hbs], settings,
                           clock=lambda: 0.0)
         out += [o.row for o in rows if o.table == "alerts"]
-        state = decode_state(encode_state(state))
+        state = roundtrip_state(state)
     return out, state
 
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from streaming.group_state import GroupState
-from streaming.state_bucket import StateBucket
+from streaming.state_bucket import RecentStates, StateBucket
 from streaming.state_codec import encode_state
 
 
@@ -70,3 +70,39 @@ def test_bytes_of_another_format_are_refused_with_the_version_named():
         writer.write_batch(pa.record_batch([pa.array(["g"])], schema=schema))
     with pytest.raises(ValueError, match="state bucket format '0' is not 1"):
         StateBucket.from_bytes(sink.getvalue().to_pybytes())
+
+
+def test_a_recent_state_is_handed_out_only_against_the_bytes_it_was_written_as():
+    recent = RecentStates()
+    state = _state("g", 4)
+    blob = encode_state(state)
+    recent.put("g", blob, state)
+    assert recent.take("g", encode_state(_state("g", 5))) is None  # someone wrote the group since
+    assert recent.take("g", blob) is None  # the failed take removed the entry
+    recent.put("g", blob, state)
+    assert recent.take("g", blob) is state
+    assert recent.take("g", blob) is None  # handed out once: a batch that fails leaves nothing
+
+
+def test_recent_states_keep_neither_huge_states_nor_more_than_their_capacity():
+    recent = RecentStates()
+    recent.CAPACITY = 2
+    for name in ("a", "b", "c"):
+        recent.put(name, name.encode(), _state(name, 1))
+    assert recent.take("a", b"a") is None  # the oldest went
+    assert recent.take("c", b"c").group_id == "c"
+    recent.put("huge", b"x" * (RecentStates.MAX_BLOB_BYTES + 1), _state("huge", 1))
+    assert recent.take("huge", b"x" * (RecentStates.MAX_BLOB_BYTES + 1)) is None
+
+
+def test_a_bucket_reuses_the_state_object_it_saved_while_the_bytes_are_unchanged():
+    bucket = StateBucket()
+    state = _state("g", 2)
+    bucket.save(state, deadline=None)
+    again = StateBucket.from_bytes(bucket.to_bytes())
+    assert again.load("g") is state
+    again.save(state, deadline=None)
+    # Bytes that some other writer produced are decoded, not matched to the object kept here.
+    other = StateBucket()
+    other.blobs["g"] = encode_state(_state("g", 9))
+    assert other.load("g").generation == 9

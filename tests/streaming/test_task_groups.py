@@ -13,6 +13,7 @@ from streaming.alert_rules import parse_alert_rules
 from streaming.group_state import EngineSettings, GroupState, advance, next_deadline
 from streaming.state_codec import decode_state, encode_state
 from tests.stories import (
+    roundtrip_state,
     connect_bounce_story,
     connect_join,
     connect_workload,
@@ -47,7 +48,7 @@ def run_batches(batches, settings=SETTINGS, collapsed=False):
     outputs = []
     for batch in batches:
         outputs += feed(state, batch, settings, collapsed)
-        state = decode_state(encode_state(state))  # as in the state store
+        state = roundtrip_state(state)  # as in the state store
     return outputs, state
 
 
