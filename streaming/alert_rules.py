@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field, fields, replace
-from functools import lru_cache
+from functools import cached_property
 from typing import Any, Mapping
 
 from assignors.errors import RebalanceMonitorError
@@ -151,10 +151,24 @@ class AlertRules:
     overrides: tuple[Override, ...] = ()
 
     def for_group(self, group_id: str) -> GroupRules:
-        return _rules_for(self, group_id)
+        # Cached on the instance, by group id only: an lru_cache keyed by (rules, group id) hashed
+        # and compared the whole rule tree on every call, several times per group per batch.
+        cache = self._by_group
+        rules = cache.get(group_id)
+        if rules is None:
+            if len(cache) >= _GROUPS_CACHED:
+                cache.clear()
+            rules = cache[group_id] = _rules_for(self, group_id)
+        return rules
+
+    @cached_property
+    def _by_group(self) -> dict[str, GroupRules]:
+        return {}
 
 
-@lru_cache(maxsize=4096)
+_GROUPS_CACHED = 4096
+
+
 def _rules_for(rules: AlertRules, group_id: str) -> GroupRules:
     result = rules.defaults
     for override in rules.overrides:
