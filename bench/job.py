@@ -783,6 +783,12 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
         "produced_events_per_s": round(traffic.produced / elapsed),
         "batches_during_probes": len(progress),
         "batch_duration_s": _percentiles(durations),
+        # Every batch of the probe phase, to find what makes the slow ones slow.
+        "batches": [{"batch": p["batchId"], "rows": p["numInputRows"], **{k: v for k, v in p["durationMs"].items()},
+                     **timings.get(p["batchId"], {}),
+                     "state_update_ms": sum(o.get("allUpdatesTimeMs", 0) for o in p.get("stateOperators", [])),
+                     "state_commit_ms": sum(o.get("commitTimeMs", 0) for o in p.get("stateOperators", []))}
+                    for p in progress],
         "batch_rows": _percentiles([p["numInputRows"] for p in progress]),
         "batch_compute_s": _percentiles([t["compute_ms"] / 1000 for t in probe_batches]),
         "batch_sink_s": _percentiles([t["sink_ms"] / 1000 for t in probe_batches]),
