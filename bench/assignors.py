@@ -163,9 +163,10 @@ def subscription_entries(cell: Cell) -> int:
 
 # --- running one side -------------------------------------------------------------------------------
 
-def run_python(spec_path: Path, repeat: int, warmup: int, budget: float) -> tuple[Side, dict | None]:
+def run_python(spec_path: Path, repeat: int, warmup: int, budget: float,
+               warmup_seconds: float = 0.0) -> tuple[Side, dict | None]:
     cmd = [sys.executable, "-m", "streaming.cli", "assign", "--input", str(spec_path),
-           "--repeat", str(repeat), "--warmup", str(warmup)]
+           "--repeat", str(repeat), "--warmup", str(warmup), "--warmup-seconds", str(warmup_seconds)]
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=budget)
@@ -273,7 +274,8 @@ def run_grid(args: argparse.Namespace) -> list[Cell]:
             if blocker is not None:
                 cell.python = Side("skipped", reason=f"predicted over budget: {blocker.key} already exceeded it")
             else:
-                cell.python, ours = run_python(spec_path, args.repeat, args.python_warmup, args.budget)
+                cell.python, ours = run_python(spec_path, args.repeat, args.python_warmup, args.budget,
+                                               args.python_warmup_seconds)
                 if cell.python.status == "skipped":
                     over_budget.setdefault(("python", cell.assignor, cell.subscription, cell.assignment), []).append(cell)
             blocker = dominated_by_failure(cell, over_budget, "java")
@@ -401,7 +403,8 @@ def write_markdown(path: Path, result: dict[str, Any], cells: list[Cell]) -> Non
     else:
         lines.append(
             f"Each number is the median in-process time of one assign call (ms) over {result['settings']['repeat']} runs,"
-            f" after {result['settings']['python_warmup']} untimed Python run(s) and, in Java, at least"
+            f" after {result['settings']['python_warmup']} untimed Python run(s)"
+            f" (continued until {result['settings'].get('python_warmup_seconds', 0):g} s had passed) and, in Java, at least"
             f" {result['settings']['java_warmup']} untimed runs continued until {result['settings']['java_warmup_seconds']} s had passed (JIT),"
             f" each cell in a fresh process per side; budget {result['settings']['budget_s']:g} s per cell and side."
             " Ratio = Python / Java (lower is better for us).")
@@ -452,16 +455,16 @@ def write_markdown(path: Path, result: dict[str, Any], cells: list[Cell]) -> Non
 
 def _runs_table(runs: list[dict[str, Any]], cells: list[Cell]) -> list[str]:
     lines = ["", "## Runs", "",
-             "| run | started | commit | cells kept from it | timed calls | Python warm-up | Java warm-up (calls / s) | budget s"
+             "| run | started | commit | cells kept from it | timed calls | Python warm-up (calls / s) | Java warm-up (calls / s) | budget s"
              " | 1-min load start / end | command line |",
-             "|---:|---|---|---:|---:|---:|---|---:|---|---|"]
+             "|---:|---|---|---:|---:|---|---|---:|---|---|"]
     for i, run in enumerate(runs):
         st = run.get("settings") or {}
         load = run.get("load_average") or {}
         argv = " ".join(run.get("argv") or []).replace("|", "/")
         lines.append(
             f"| {i} | {run.get('started')} | {run.get('commit')} | {sum(c.run == i for c in cells)} | {st.get('repeat')}"
-            f" | {st.get('python_warmup')} | {st.get('java_warmup')} / {st.get('java_warmup_seconds')} | {st.get('budget_s')}"
+            f" | {st.get('python_warmup')} / {st.get('python_warmup_seconds', 0):g} | {st.get('java_warmup')} / {st.get('java_warmup_seconds')} | {st.get('budget_s')}"
             f" | {load.get('start')} / {load.get('end')} | `{argv}` |")
     return lines
 
@@ -524,6 +527,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget", type=float, help="seconds per cell and side, process included (default 120; quick 30)")
     p.add_argument("--repeat", type=int, help="timed runs per cell, median reported (default 5; quick 3)")
     p.add_argument("--python-warmup", type=int, default=1, help="untimed Python runs first (default 1)")
+    p.add_argument("--python-warmup-seconds", type=float, default=0.0,
+                   help="and more untimed Python runs until this many seconds have passed, like Java's (default 0)")
     p.add_argument("--java-warmup", type=int, default=2, help="untimed Java runs first, at least (default 2)")
     p.add_argument("--java-warmup-seconds", type=int, default=3,
                    help="and more untimed Java runs until this many seconds have passed, for the JIT (default 3)")
@@ -655,6 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "settings": {"deadline_minutes": args.deadline_minutes, "repeat": args.repeat, "python_warmup": args.python_warmup, "java_warmup": args.java_warmup,
                      "java_warmup_seconds": args.java_warmup_seconds,
+                     "python_warmup_seconds": args.python_warmup_seconds,
                      "budget_s": args.budget, "max_entries": args.max_entries, "heap": args.heap},
         "load_average": {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2)},
     }

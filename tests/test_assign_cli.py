@@ -165,6 +165,20 @@ def test_in_process_answers_follow_spec_order_and_count_repeats(stand_ins, monke
     assert len(CALLS) == 5  # two warm-up calls, three timed
 
 
+def test_warmup_seconds_keeps_making_untimed_calls_until_the_time_has_passed(stand_ins, monkeypatch, capsys):
+    rc, [answer] = run_in_process(monkeypatch, capsys, json.dumps(RANGE_SPEC) + "\n",
+                                  "--repeat", "1", "--warmup", "1", "--warmup-seconds", "0.05")
+    assert rc == 0 and "assignment" in answer
+    # A stand-in call takes microseconds: 50 ms of warm-up is far more than the one counted call.
+    assert len(CALLS) > 10
+
+
+def test_a_negative_warmup_time_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit):
+        main(["assign", "--warmup-seconds", "-1"])
+    assert "--warmup-seconds: must be 0 or more, got -1" in capsys.readouterr().err
+
+
 def test_in_process_assignor_errors_and_crashes_become_error_lines(stand_ins, monkeypatch, capsys):
     stdin = "".join(json.dumps(dict(RANGE_SPEC, id=name, assignor=name)) + "\n" for name in ("roundrobin", "sticky", "range"))
     rc, answers = run_in_process(monkeypatch, capsys, stdin)

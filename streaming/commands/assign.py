@@ -3,6 +3,7 @@
 Usage::
 
     rebalance-monitor assign [--assignor NAME] [--input PATH|-] [--output PATH|-] [--repeat N] [--warmup W]
+                             [--warmup-seconds S]
 
 Each input line is a group spec; each output line is the assignment, or ``{"id": ..., "error":
 "..."}`` for a line that could not be assigned. Lines are answered in order and a bad line does not
@@ -15,7 +16,9 @@ has the Streams and Connect fields. One file may mix group types.
 
 ``elapsed_ms`` is the in-process time of the assignor call alone (parsing and formatting are
 outside the clock), so it compares with the Java reference's number: with ``--repeat N`` the call
-runs N times and the median is reported, after ``--warmup W`` untimed calls.
+runs N times and the median is reported, after ``--warmup W`` untimed calls, continued until
+``--warmup-seconds S`` have passed (as the Java reference's warm-up does, so that a small spec's
+first timed calls do not land on a cold machine).
 
 This module must not import PySpark: the command is used in tight loops by tests and benchmarks.
 """
@@ -66,6 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--warmup", type=_non_negative_int, default=0, metavar="W",
         help="untimed runs of each assignment before the timed ones (default 0)",
     )
+    parser.add_argument(
+        "--warmup-seconds", type=_non_negative_float, default=0.0, metavar="S",
+        help="keep making untimed runs until S seconds of warm-up have passed (default 0)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -74,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         source = _open(stack, args.input, "r", sys.stdin)
         sink = _open(stack, args.output, "w", sys.stdout)
         failed = 0
-        for answer in assign_lines(source, args.assignor, args.repeat, args.warmup):
+        for answer in assign_lines(source, args.assignor, args.repeat, args.warmup, args.warmup_seconds):
             failed += "error" in answer
             sink.write(json.dumps(answer, separators=(", ", ": ")) + "\n")
             # Flushed per line so that a reader driving us through a pipe sees each answer at once.
@@ -83,16 +90,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def assign_lines(
-    lines: Iterable[str], assignor_override: str | None = None, repeat: int = 1, warmup: int = 0
+    lines: Iterable[str], assignor_override: str | None = None, repeat: int = 1, warmup: int = 0,
+    warmup_seconds: float = 0.0,
 ) -> Iterator[dict[str, Any]]:
     """Answer each non-blank line; never raises for a bad line (it becomes an error answer)."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        yield answer_line(line, number, assignor_override, repeat, warmup)
+        yield answer_line(line, number, assignor_override, repeat, warmup, warmup_seconds)
 
 
-def answer_line(line: str, number: int, assignor_override: str | None, repeat: int, warmup: int) -> dict[str, Any]:
+def answer_line(line: str, number: int, assignor_override: str | None, repeat: int, warmup: int,
+                warmup_seconds: float = 0.0) -> dict[str, Any]:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -100,8 +109,11 @@ def answer_line(line: str, number: int, assignor_override: str | None, repeat: i
     spec_id = spec_id_of(obj)
     try:
         job = prepare(obj, assignor_override)
-        for _ in range(warmup):
+        warm_until = time.perf_counter() + warmup_seconds
+        calls = 0
+        while calls < warmup or time.perf_counter() < warm_until:
             job.call()
+            calls += 1
         times: list[float] = []
         for _ in range(repeat):
             # Free the previous answer before the clock starts: its deallocation is not this call's.
@@ -187,4 +199,11 @@ def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
