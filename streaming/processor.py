@@ -167,10 +167,12 @@ class GroupProcessor(StatefulProcessor):
             bucket.timer_at = wanted
         self.bucket_state.update((bucket.to_bytes(),))
 
-    def _advance(self, bucket: StateBucket, group_id: str, *args, **kwargs):
+    def _advance(self, bucket: StateBucket, group_id: str, events: list[dict], beat_members: np.ndarray,
+                 beat_times: np.ndarray, watermark: int, progress_reports=None):
         """The engine's :func:`advance` on one group of ``bucket``, its new state kept in the bucket."""
         state = bucket.load(group_id)
-        outputs, batch_stats = advance(state, *args, **kwargs)
+        outputs, batch_stats = advance(state, events, beat_members, beat_times, self.settings,
+                                       watermark_ms=watermark, progress_reports=progress_reports)
         bucket.save(state, next_deadline(state, self.settings))
         return outputs, batch_stats
 
@@ -220,9 +222,8 @@ class GroupProcessor(StatefulProcessor):
             heartbeats = positions[(kinds == HEARTBEAT) & ~refused]
             events = [json.loads(columns.payloads[i]) for i in membership]
             beat_members, beat_times = columns.heartbeats(heartbeats)
-            outputs, batch_stats = self._advance(
-                bucket, group_id, events, beat_members, beat_times, self.settings,
-                watermark_ms=watermark, progress_reports=columns.lag_reports(heartbeats))
+            outputs, batch_stats = self._advance(bucket, group_id, events, beat_members, beat_times, watermark,
+                                                 progress_reports=columns.lag_reports(heartbeats))
             out.extend(self._rows(group_id, outputs))
             stats.update(membership_accepted=batch_stats.membership_accepted,
                          heartbeats_accepted=batch_stats.heartbeats_accepted, late=batch_stats.late,
@@ -237,7 +238,7 @@ class GroupProcessor(StatefulProcessor):
         bucket.changed = True
         rows = []
         for group_id in bucket.due(watermark):
-            outputs, _ = self._advance(bucket, group_id, [], [], [], self.settings, watermark_ms=watermark)
+            outputs, _ = self._advance(bucket, group_id, [], [], [], watermark)
             rows.extend(self._rows(group_id, outputs))
         self._save_bucket(bucket)
         if rows:
