@@ -194,6 +194,18 @@ def _fast_producer(bootstrap: str, sim_config: SimulationConfig):
     return _producer(bootstrap, sim_config, errors), errors
 
 
+def _produce_simulated(producer, topics: dict[str, str], batch) -> None:
+    """Send a batch of the simulation's records, each to its kind's topic, waiting when the
+    producer's queue is full."""
+    for kind, key, value, _bad in batch:
+        while True:
+            try:
+                producer.produce(topics[kind], value, key)
+                break
+            except BufferError:
+                producer.poll(0.01)
+
+
 def _produce_all(producer, topic: str, records: list[tuple[str, bytes]]) -> None:
     for key, value in records:
         while True:
@@ -212,13 +224,7 @@ def produce_simulation(bootstrap: str, topics: dict[str, str], sim_config: Simul
     simulation = Simulation(sim_config)
     started = time.monotonic()
     for batch in simulation.batches(4_096, max_records=max_records):
-        for kind, key, value, _bad in batch:
-            while True:
-                try:
-                    producer.produce(topics[kind], value, key)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
+        _produce_simulated(producer, topics, batch)
         producer.poll(0)
     remaining = producer.flush(120)
     elapsed = time.monotonic() - started
@@ -591,13 +597,7 @@ def _produce_live(bootstrap: str, sim_config: SimulationConfig, topics: dict, st
         now = int(time.time() * 1000)
         # The simulation walks its own event time up to now: records come out as they "happen".
         for batch in simulation.batches(4_096, end_time_ms=now + 1):
-            for kind, key, value, _bad in batch:
-                while True:
-                    try:
-                        producer.produce(topics[kind], value, key)
-                        break
-                    except BufferError:
-                        producer.poll(0.01)
+            _produce_simulated(producer, topics, batch)
             with produced.get_lock():
                 produced.value += len(batch)
         producer.poll(0)
