@@ -733,12 +733,17 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
         deadline = time.monotonic() + warmup_cap_s
         result["warmup_done"] = False
         first_generation_seen = False
+        checked_batch = None
         while time.monotonic() < deadline:
             if not first_generation_seen:
                 first_generation_seen = any(r["group_id"] == LiveTraffic.PROBE_GROUP for _, r in tail.poll())
-            elif _caught_up(progress_rows(query), traffic.produced / (time.monotonic() - produced_at_start)):
-                result["warmup_done"] = True
-                break
+            elif (last := query.lastProgress) and last["batchId"] != checked_batch:
+                # Only when a batch has ended: the whole progress history is parsed in the process
+                # that runs the job's driver, so not five times a second.
+                checked_batch = last["batchId"]
+                if _caught_up(progress_rows(query), traffic.produced / (time.monotonic() - produced_at_start)):
+                    result["warmup_done"] = True
+                    break
             if query.exception() is not None:
                 raise RuntimeError(f"the job failed: {query.exception()}")
             time.sleep(0.2)
