@@ -24,6 +24,7 @@ import signal
 import sys
 import threading
 
+from streaming.bucket_keys import bucket_keys
 from streaming.config import Config
 from streaming.job_args import add_job_arguments, config_from_args
 from streaming.parse import parse_records
@@ -31,27 +32,38 @@ from streaming.parse import parse_records
 log = logging.getLogger("rebalance_monitor.job")
 
 
+def parse_sources(spark, config: Config):
+    """The two topics, each read by its own Kafka source and parsed: (membership, heartbeats).
+
+    Only the heartbeat source is rate-limited (``kafka.max_offsets_per_trigger``): membership
+    events are few and are read in full every micro-batch (docs/time.md).
+    """
+    kafka = config.kafka
+    return tuple(parse_records(spark.readStream.format("kafka").options(**kafka.source_options(topic)).load(),
+                               kafka.membership_topic, kafka.heartbeat_topic, kafka.max_record_bytes)
+                 for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+
+
 def build_stream(spark, config: Config):
     """The streaming DataFrame of parsed records, before any sink."""
-    kafka = config.kafka
-    membership, heartbeats = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
-                              for topic in (kafka.membership_topic, kafka.heartbeat_topic))
-    records = membership.unionByName(heartbeats)
-    return parse_records(records, config.kafka.membership_topic, config.kafka.heartbeat_topic,
-                         config.kafka.max_record_bytes)
+    membership, heartbeats = parse_sources(spark, config)
+    return membership.unionByName(heartbeats)
 
 
 def build_history(spark, config: Config):
     """Parsed records -> per-group stateful processor -> rows for the tables (table, group, payload)."""
     from pyspark.sql import functions as F
 
-    from streaming.processor import OUTPUT_SCHEMA, GroupProcessor, compacted_input, narrow_input
+    from streaming.processor import (OUTPUT_SCHEMA, GroupProcessor, compacted_input, narrow_input,
+                                     uncompacted_input)
 
-    parsed = build_stream(spark, config)
     # Records that name no group still pass through (to rejected_events) under the "" key.
-    keyed = parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit("")))
-    # A member's heartbeats in a batch travel as one row from here on (see compacted_input).
-    compacted = compacted_input(narrow_input(keyed))
+    membership, heartbeats = (narrow_input(parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit(""))))
+                              for parsed in parse_sources(spark, config))
+    # A member's heartbeats in a batch travel as one row from here on (see compacted_input). The
+    # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
+    # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).
+    compacted = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
     watermarked = (compacted
                    # Spark drops rows older than the watermark before they reach the processor. Only
                    # heartbeats carry the event-time column (a packed row: its newest heartbeat), so only
@@ -63,8 +75,10 @@ def build_history(spark, config: Config):
                                                   F.timestamp_millis(F.col("event_time"))))
                    .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
     # Keyed by state bucket, not by group: Spark's per-key cost dominates otherwise (see processor.py).
+    # A bucket's key is chosen so that the shuffle gives each task as many buckets (bucket_keys.py).
+    keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(config.job.state_buckets)])
     bucketed = watermarked.withColumn(
-        "state_bucket", F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)))
+        "state_bucket", F.element_at(keys, (F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)) + 1).cast("int")))
     return bucketed.groupBy("state_bucket").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")

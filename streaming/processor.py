@@ -82,6 +82,14 @@ def compacted_input(narrow):
     return narrow.mapInArrow(compact_heartbeats, schema)
 
 
+def uncompacted_input(narrow):
+    """``narrow`` with an empty ``beat_times``: the shape of :func:`compacted_input` for records
+    that have nothing to pack (the membership topic's)."""
+    from pyspark.sql import functions as F
+
+    return narrow.withColumn("beat_times", F.lit(None).cast(ArrayType(LongType())))
+
+
 def compact_heartbeats(batches):
     """The Arrow side of :func:`compacted_input` (one input partition's record batches)."""
     import pyarrow as pa

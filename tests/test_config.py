@@ -45,3 +45,9 @@ def test_flags_override_the_file_and_pass_through_kafka_options():
 def test_missing_config_file_given_explicitly_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_the_kafka_source_does_not_hold_a_quiet_partition_s_fetch_for_half_a_second_unless_told_to():
+    assert parse_config({}).kafka.source_options("m")["kafka.fetch.max.wait.ms"] == "50"
+    config = parse_config({"kafka": {"options": {"fetch.max.wait.ms": 200}}})
+    assert config.kafka.source_options("m")["kafka.fetch.max.wait.ms"] == "200"
