@@ -1232,7 +1232,7 @@ def main(argv: list[str] | None = None) -> int:
     status = None
     try:
         print(f"starting the embedded broker on port {port} in {work} ...", flush=True)
-        status = broker.start(port, work / "kafka")
+        status = broker.start(port, work / "kafka", tied_to_caller=True)
         bootstrap = status.bootstrap_servers
         from streaming.spark import build_spark_session
 

@@ -194,11 +194,27 @@ def _log_tail(d: Path, lines: int = 30) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
+def _die_with_parent_hook():
+    """A ``preexec_fn`` under which Linux sends the broker SIGTERM when the thread that started it dies.
+
+    libc is loaded here, before the fork: between fork and exec the child must not take locks that
+    another thread of the parent may have held (dlopen does).
+    """
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_set_pdeathsig = 1
+    return lambda: prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+
+
 def start(port: int = DEFAULT_PORT, directory: str | os.PathLike | None = None,
-          timeout_s: float = 90.0) -> BrokerStatus:
+          timeout_s: float = 90.0, tied_to_caller: bool = False) -> BrokerStatus:
     """Start the broker (format its storage first if new) and wait until it serves metadata.
 
-    Starting a broker that already runs in that directory returns its status unchanged.
+    Starting a broker that already runs in that directory returns its status unchanged. The broker
+    outlives the caller (``rebalance-monitor kafka start``) unless ``tied_to_caller``: then it is
+    stopped when the calling process dies, even by SIGKILL (a test run or a benchmark that is killed
+    must not leave a broker holding its port and a core).
     """
     d = broker_dir(port, directory)
     current = status(port, d)
@@ -220,7 +236,8 @@ def start(port: int = DEFAULT_PORT, directory: str | os.PathLike | None = None,
     ]
     with open(d / "broker.log", "ab") as log:
         process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   cwd=d, start_new_session=True)
+                                   cwd=d, start_new_session=True,
+                                   preexec_fn=_die_with_parent_hook() if tied_to_caller else None)
     (d / "broker.pid").write_text(str(process.pid))
     try:
         wait_until_ready(f"127.0.0.1:{port}", timeout_s, pid=process.pid, directory=d)

@@ -25,7 +25,7 @@ def kafka_broker(tmp_path_factory):
 
     directory = tmp_path_factory.mktemp("kafka")
     port = free_port()
-    status = broker.start(port, directory)
+    status = broker.start(port, directory, tied_to_caller=True)
     try:
         yield status
     finally:

@@ -96,3 +96,30 @@ def test_start_refuses_a_port_another_process_holds(tmp_path):
 
 def test_stop_of_a_broker_that_is_not_running_says_so(tmp_path):
     assert broker.stop(free_port(), tmp_path / "never") is False
+
+
+def test_a_broker_tied_to_its_caller_stops_when_the_caller_is_killed(tmp_path):
+    import signal
+    import time
+
+    port = free_port()
+    directory = tmp_path / "tied"
+    # The caller is a process of its own, started the way pytest starts the session's broker.
+    script = ("import sys; from streaming import broker; "
+              f"broker.start({port}, {str(directory)!r}, tied_to_caller=True); "
+              "print('ready', flush=True); sys.stdin.read()")
+    caller = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, cwd=os.getcwd())
+    try:
+        assert caller.stdout.readline().strip() == "ready"
+        assert len(_java_brokers_in(directory)) == 1
+        caller.send_signal(signal.SIGKILL)
+        caller.wait(10)
+        deadline = time.monotonic() + 60
+        while _java_brokers_in(directory) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _java_brokers_in(directory) == []
+    finally:
+        caller.kill()
+        broker.stop(port, directory)
+
