@@ -25,6 +25,7 @@ import sys
 import threading
 
 from streaming.bucket_keys import bucket_keys
+from streaming.checkpoint_stamp import NEW_CHECKPOINT_ADVICE, check_or_write
 from streaming.config import Config
 from streaming.job_args import add_job_arguments, config_from_args
 from streaming.parse import parse_records
@@ -77,8 +78,8 @@ def build_history(spark, config: Config):
     # Keyed by state bucket, not by group: Spark's per-key cost dominates otherwise (see processor.py).
     # A bucket's key is chosen so that the shuffle gives each task as many buckets (bucket_keys.py).
     keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(config.job.state_buckets)])
-    bucketed = watermarked.withColumn(
-        "state_bucket", F.element_at(keys, (F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)) + 1).cast("int")))
+    bucket_index = (F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)) + 1).cast("int")
+    bucketed = watermarked.withColumn("state_bucket", F.element_at(keys, bucket_index))
     return bucketed.groupBy("state_bucket").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
@@ -89,8 +90,9 @@ def start_query(spark, config: Config, available_now: bool = False, alert_dispat
     transitions once they are in the alerts table."""
     from streaming.sinks import DeltaAppender, write_batch
 
-    history = build_history(spark, config)
     output = config.output
+    check_or_write(output.checkpoint_path, config.job.state_buckets)
+    history = build_history(spark, config)
     appender = DeltaAppender(output.app_id)  # per run: it reads the tables' logs afresh
 
     def sink(batch_df, batch_id: int) -> None:
@@ -161,8 +163,7 @@ def _run_query(spark, config: Config, available_now: bool, dispatcher) -> tuple[
         message = str(error).splitlines()[0]
         if "sources in the checkpoint" in message or "checkpoint" in message.lower():
             message += (f"\nThe checkpoint {config.output.checkpoint_path} was written by a different query. "
-                        "Start with a new --checkpoint, and a new output.app_id in the config so the Delta "
-                        "writes of the new checkpoint are not mistaken for ones already done.")
+                        + NEW_CHECKPOINT_ADVICE)
         log.error("the query failed: %s", message)
         return 1, not stop_requested.is_set() and any(t in str(error) for t in TRANSIENT_FAILURES)
     return 0, False

@@ -45,3 +45,19 @@ def test_running_job_processes_new_events_and_stops_cleanly_on_sigterm(spark, ka
     commits = sorted(int(p.name) for p in (Path(config.output.checkpoint_path) / "commits").iterdir() if p.name.isdigit())
     offsets = sorted(int(p.name) for p in (Path(config.output.checkpoint_path) / "offsets").iterdir() if p.name.isdigit())
     assert commits and commits[-1] == offsets[-1]
+
+
+def test_run_refuses_a_checkpoint_an_older_version_wrote_and_says_what_to_do(kafka_broker, tmp_path, unique_name):
+    config = make_config(kafka_broker, tmp_path, unique_name)
+    offsets = Path(config.output.checkpoint_path) / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "0").write_text("v1\n")  # Spark's files, but no rebalance-monitor stamp
+    done = subprocess.run(
+        [sys.executable, "-m", "streaming.cli", "run", "--available-now",
+         "--bootstrap-servers", config.kafka.bootstrap_servers, "--membership-topic", config.kafka.membership_topic,
+         "--heartbeat-topic", config.kafka.heartbeat_topic, "--output", config.output.root,
+         "--checkpoint", config.output.checkpoint],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "older rebalance-monitor" in done.stderr and "new --checkpoint" in done.stderr
+    assert not (Path(config.output.root) / tables.ASSIGNMENTS).exists()
