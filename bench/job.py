@@ -52,7 +52,8 @@ sys.path.insert(0, str(REPO))
 
 from streaming import broker  # noqa: E402
 from streaming.config import Config  # noqa: E402
-from streaming.kafka_io import ensure_topics  # noqa: E402
+from streaming.commands.simulate import _producer, send_simulated  # noqa: E402
+from streaming.kafka_io import ensure_topics, send  # noqa: E402
 from streaming.simulator import HEARTBEAT, MEMBERSHIP, Simulation, SimulationConfig  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "job.json"
@@ -188,32 +189,13 @@ class RssSampler:
 def _fast_producer(bootstrap: str, sim_config: SimulationConfig):
     # The simulate command's own producer settings (idempotent, big lz4 batches), so the topics
     # look exactly like `rebalance-monitor simulate --rate 0` would leave them.
-    from streaming.commands.simulate import _producer
-
     errors: list[str] = []
     return _producer(bootstrap, sim_config, errors), errors
 
 
-def _produce_simulated(producer, topics: dict[str, str], batch) -> None:
-    """Send a batch of the simulation's records, each to its kind's topic, waiting when the
-    producer's queue is full."""
-    for kind, key, value, _bad in batch:
-        while True:
-            try:
-                producer.produce(topics[kind], value, key)
-                break
-            except BufferError:
-                producer.poll(0.01)
-
-
 def _produce_all(producer, topic: str, records: list[tuple[str, bytes]]) -> None:
     for key, value in records:
-        while True:
-            try:
-                producer.produce(topic, value, key)
-                break
-            except BufferError:
-                producer.poll(0.01)
+        send(producer, topic, value, key)
         producer.poll(0)
 
 
@@ -224,8 +206,7 @@ def produce_simulation(bootstrap: str, topics: dict[str, str], sim_config: Simul
     simulation = Simulation(sim_config)
     started = time.monotonic()
     for batch in simulation.batches(4_096, max_records=max_records):
-        _produce_simulated(producer, topics, batch)
-        producer.poll(0)
+        send_simulated(producer, topics, batch)
     remaining = producer.flush(120)
     elapsed = time.monotonic() - started
     if remaining or errors:
@@ -256,6 +237,13 @@ def make_config(bootstrap: str, work: Path, name: str, **job: Any) -> Config:
 
 def _ts(text: str) -> float:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _raise_if_failed(query) -> None:
+    """Stop a scenario whose query has died: its numbers would time nothing."""
+    error = query.exception()
+    if error is not None:
+        raise RuntimeError(f"the job failed: {error}")
 
 
 def progress_rows(query) -> list[dict]:
@@ -397,8 +385,7 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
         query = start_query(spark, config, available_now=True)
         query.awaitTermination()
         job_wall = time.monotonic() - started
-    if query.exception() is not None:
-        raise RuntimeError(f"the job failed: {query.exception()}")
+    _raise_if_failed(query)
     progress = progress_rows(query)
     result["job"] = {"sustained": summarize_progress(progress),
                      "sustained_excluding_first_batch": summarize_progress(progress, skip_first=True),
@@ -597,7 +584,7 @@ def _produce_live(bootstrap: str, sim_config: SimulationConfig, topics: dict, st
         now = int(time.time() * 1000)
         # The simulation walks its own event time up to now: records come out as they "happen".
         for batch in simulation.batches(4_096, end_time_ms=now + 1):
-            _produce_simulated(producer, topics, batch)
+            send_simulated(producer, topics, batch)
             with produced.get_lock():
                 produced.value += len(batch)
         producer.poll(0)
@@ -746,13 +733,11 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
                 if _caught_up(progress_rows(query), traffic.produced / (time.monotonic() - produced_at_start)):
                     result["warmup_done"] = True
                     break
-            if query.exception() is not None:
-                raise RuntimeError(f"the job failed: {query.exception()}")
+            _raise_if_failed(query)
             time.sleep(0.2)
         result["warmup_s"] = round(time.monotonic() - produced_at_start, 1)
         while time.monotonic() < probe_not_before:
-            if query.exception() is not None:
-                raise RuntimeError(f"the job failed: {query.exception()}")
+            _raise_if_failed(query)
             time.sleep(0.2)
         result["jvm_warm_wait_s"] = round(time.monotonic() - produced_at_start - result["warmup_s"], 1)
         first_probe_batch = query.lastProgress["batchId"] if query.lastProgress else 0
@@ -775,8 +760,7 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
                 if time.time() - sent > PROBE_TIMEOUT_S:  # never seen: counted, not silently dropped
                     missing.append(member)
                     pending.pop(member)
-            if query.exception() is not None:
-                raise RuntimeError(f"the job failed: {query.exception()}")
+            _raise_if_failed(query)
             time.sleep(0.05)
         latencies = list(found.values())
         elapsed = time.monotonic() - produced_at_start
@@ -862,8 +846,7 @@ def _wait_rows(tail: DeltaTail, found: Callable[[dict], bool], query, timeout_s:
         for seen, row in tail.poll():
             if found(row):
                 return seen, row
-        if query.exception() is not None:
-            raise RuntimeError(f"the job failed: {query.exception()}")
+        _raise_if_failed(query)
         time.sleep(0.1)
     return None
 

@@ -32,6 +32,17 @@ def ensure_topics(bootstrap_servers: str, topics: Iterable[str], partitions: int
                 raise KafkaIOError(f"could not create topic {topic!r}: {exc}") from exc
 
 
+def send(producer, topic: str, value, key=None, on_delivery=None) -> None:
+    """``producer.produce``, waiting for deliveries to drain while librdkafka's local queue is full
+    (it raises BufferError instead of blocking)."""
+    while True:
+        try:
+            producer.produce(topic, value, key, on_delivery=on_delivery)
+            return
+        except BufferError:
+            producer.poll(0.01)
+
+
 def produce(bootstrap_servers: str, topic: str, records: Iterable[tuple[str | None, bytes | str | dict]],
             options: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> int:
     """Produce (key, value) records and wait until every one is acknowledged; returns the count.
@@ -54,12 +65,7 @@ def produce(bootstrap_servers: str, topic: str, records: Iterable[tuple[str | No
     for key, value in records:
         if isinstance(value, dict):
             value = json.dumps(value, separators=(",", ":"))
-        while True:
-            try:
-                producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
-                break
-            except BufferError:  # local queue full: let deliveries drain
-                producer.poll(0.1)
+        send(producer, topic, value, key, on_delivery)
         count += 1
         producer.poll(0)
     remaining = producer.flush(timeout_s)

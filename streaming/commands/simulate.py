@@ -13,7 +13,7 @@ import sys
 import time
 
 from ..config import KafkaConfig
-from ..kafka_io import KafkaIOError, ensure_topics
+from ..kafka_io import KafkaIOError, ensure_topics, send
 from ..simulator import HEARTBEAT, MEMBERSHIP, Simulation, SimulationConfig, SimulationError
 
 _DEFAULTS = SimulationConfig()
@@ -161,6 +161,13 @@ def _producer(bootstrap_servers: str, config: SimulationConfig, errors: list[str
     return Producer(settings)
 
 
+def send_simulated(producer, topic_of: dict[str, str], batch) -> None:
+    """Send a batch of the simulation's records, each to its kind's topic."""
+    for kind, key, value, _bad in batch:
+        send(producer, topic_of[kind], value, key)
+        producer.poll(0)
+
+
 def _run(args: argparse.Namespace) -> int:
     _check_run_options(args)
     config = _config_from(args)
@@ -175,21 +182,13 @@ def _run(args: argparse.Namespace) -> int:
     # Small batches at low rates keep the pacing smooth; large ones at high rates keep Python lean.
     batch_size = 4_096 if bucket is None else int(min(4_096, max(1, args.rate / 50)))
     simulation = Simulation(config)
-    produce, poll = producer.produce, producer.poll
 
     started = time.monotonic()
     sent = 0
     for batch in simulation.batches(batch_size, max_records=args.events, end_time_ms=end_time_ms):
         if bucket is not None:
             bucket.take(len(batch))
-        for kind, key, value, _bad in batch:
-            while True:
-                try:
-                    produce(topic_of[kind], value, key)
-                    break
-                except BufferError:  # local queue full: wait for the broker to take some
-                    poll(0.01)
-            poll(0)
+        send_simulated(producer, topic_of, batch)
         sent += len(batch)
         if errors:
             break  # the broker refuses records: stop instead of piling up more failures
