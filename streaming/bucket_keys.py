@@ -11,8 +11,6 @@ partitions that divides the bucket count then gets the same number of buckets.
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
-
 import mmh3
 
 #: The seed of Spark's ``Murmur3Hash`` expression, which ``HashPartitioning`` uses.
@@ -24,7 +22,6 @@ def spark_hash_long(value: int) -> int:
     return mmh3.hash(struct.pack("<q", value), SPARK_HASH_SEED, signed=True)
 
 
-@lru_cache(maxsize=8)
 def bucket_keys(buckets: int) -> tuple[int, ...]:
     """The key of each bucket: ``keys[i]`` is the smallest value >= 0 with ``pmod(hash, buckets) == i``."""
     if buckets < 1:
