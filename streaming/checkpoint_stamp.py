@@ -36,10 +36,6 @@ class CheckpointMismatchError(ConfigError):
     """The checkpoint's state was written with keys or a layout this job cannot resume."""
 
 
-def expected_stamp(state_buckets: int) -> dict:
-    return {"state_layout": STATE_LAYOUT, "state_buckets": state_buckets}
-
-
 def check_or_write(checkpoint: str, state_buckets: int) -> None:
     """Refuse a checkpoint written with another state layout or bucket count; stamp a new one."""
     if "://" in checkpoint and not checkpoint.startswith("file:"):
@@ -47,12 +43,13 @@ def check_or_write(checkpoint: str, state_buckets: int) -> None:
         return
     directory = Path(checkpoint.removeprefix("file://").removeprefix("file:"))
     stamp_path = directory / STAMP_FILE
-    wanted = expected_stamp(state_buckets)
     if stamp_path.exists():
         try:
             found = json.loads(stamp_path.read_text())
         except ValueError as exc:
             raise CheckpointMismatchError(f"checkpoint {directory}: {STAMP_FILE} is not valid JSON ({exc})") from exc
+        if not isinstance(found, dict):
+            raise CheckpointMismatchError(f"checkpoint {directory}: {STAMP_FILE} is not a JSON object")
         if found.get("state_layout") != STATE_LAYOUT:
             raise CheckpointMismatchError(
                 f"checkpoint {directory} holds state layout {found.get('state_layout')}; this job writes layout "
@@ -68,4 +65,4 @@ def check_or_write(checkpoint: str, state_buckets: int) -> None:
             f"checkpoint {directory} was written by an older rebalance-monitor (no {STAMP_FILE}); its state "
             f"layout cannot be resumed. {NEW_CHECKPOINT_ADVICE}")
     directory.mkdir(parents=True, exist_ok=True)
-    stamp_path.write_text(json.dumps(wanted) + "\n")
+    stamp_path.write_text(json.dumps({"state_layout": STATE_LAYOUT, "state_buckets": state_buckets}) + "\n")

@@ -38,9 +38,10 @@ def test_a_checkpoint_of_an_older_version_without_a_stamp_is_refused(tmp_path):
     assert not (tmp_path / STAMP_FILE).exists()
 
 
-def test_a_stamp_that_is_not_json_is_named(tmp_path):
-    (tmp_path / STAMP_FILE).write_text("{")
-    with pytest.raises(CheckpointMismatchError, match="not valid JSON"):
+@pytest.mark.parametrize("text, problem", [("{", "not valid JSON"), ("[3, 32]", "not a JSON object")])
+def test_a_stamp_that_is_not_a_json_object_is_named(tmp_path, text, problem):
+    (tmp_path / STAMP_FILE).write_text(text)
+    with pytest.raises(CheckpointMismatchError, match=problem):
         check_or_write(str(tmp_path), 32)
 
 
