@@ -12,7 +12,8 @@ demo: setup
 test: setup
 	.venv/bin/python -m pytest -q
 
-# Only the pure tests (assignors, config): seconds, no broker, no Spark.
+# Only the tests that need no broker, no Spark and no JVM (about a minute); a test that starts one
+# without the integration marker fails (tests/conftest.py).
 test-fast: setup
 	.venv/bin/python -m pytest -q -m "not integration"
 

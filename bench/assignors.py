@@ -68,7 +68,7 @@ MAX_BUCKETS = 5
 QUICK = {"members": (100, 500), "ratios": (5, 10), "topics": (10, 100)}
 DEADLINE_REASON = "not run: the run's --deadline-minutes"
 #: The code a cell's times depend on (for the commit recorded with each run).
-MEASURED_PATHS = ("assignors", "streaming/commands/assign.py", "jvm", "bench/assignors.py")
+MEASURED_PATHS = ("assignors", "streaming/cli/assign.py", "jvm", "bench/assignors.py")
 
 
 @dataclass
@@ -165,7 +165,7 @@ def subscription_entries(cell: Cell) -> int:
 
 def run_python(spec_path: Path, repeat: int, warmup: int, budget: float,
                warmup_seconds: float = 0.0) -> tuple[Side, dict | None]:
-    cmd = [sys.executable, "-m", "streaming.cli", "assign", "--input", str(spec_path),
+    cmd = [sys.executable, "-m", "streaming.cli.main", "assign", "--input", str(spec_path),
            "--repeat", str(repeat), "--warmup", str(warmup), "--warmup-seconds", str(warmup_seconds)]
     start = time.monotonic()
     try:

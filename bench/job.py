@@ -25,7 +25,6 @@ in the Markdown is kept, so hand-written analysis survives a re-run).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import datetime as dt
 import io
@@ -51,10 +50,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from streaming import broker  # noqa: E402
+from streaming.cli.simulate import _producer, send_simulated  # noqa: E402
 from streaming.config import Config  # noqa: E402
-from streaming.commands.simulate import _producer, send_simulated  # noqa: E402
-from streaming.kafka_io import ensure_topics, send  # noqa: E402
-from streaming.simulator import HEARTBEAT, MEMBERSHIP, Simulation, SimulationConfig  # noqa: E402
+from streaming.feeds.kafka_io import ensure_topics, send  # noqa: E402
+from streaming.feeds.simulator import HEARTBEAT, MEMBERSHIP, Simulation, SimulationConfig  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "job.json"
 MARKDOWN = REPO / "docs" / "benchmarks" / "job.md"
@@ -301,32 +300,25 @@ def _percentiles(values: list[float], points=(50, 90, 99)) -> dict:
     return out
 
 
-@contextlib.contextmanager
 def timed_sink(timings: dict[int, dict]):
-    """Time the two halves of the real sink per batch: computing the batch, then the Delta writes.
+    """A ``write`` for :func:`streaming.job.main.start_query` that times the two halves of the real
+    sink per batch: computing the batch, then the Delta writes.
 
-    ``start_query`` imports ``write_batch`` when it is called, so patching the module attribute
-    wraps the real sink. The wrapper does exactly what ``write_batch`` does (collect the batch as
-    Arrow: Kafka read, parse, shuffle, Python processor, state store; then ``append_batch``) with a
-    clock between the two, so the job measured is the job that runs.
+    It does exactly what ``write_batch`` does (collect the batch as Arrow: Kafka read, parse,
+    shuffle, Python processor, state store; then ``append_batch``) with a clock between the two, so
+    the job measured is the job that runs.
     """
-    import streaming.sinks as sinks
+    from streaming.job.sink import append_batch
 
-    original = sinks.write_batch
-
-    def wrapped(batch, batch_id, output, *rest):
+    def write(batch, batch_id, output, *rest):
         t0 = time.perf_counter()
         rows = batch.toArrow()
         t1 = time.perf_counter()
-        sinks.append_batch(rows, batch_id, output, *rest)
+        append_batch(rows, batch_id, output, *rest)
         timings[batch_id] = {"compute_ms": round((t1 - t0) * 1000), "sink_ms": round((time.perf_counter() - t1) * 1000),
                              "output_rows": rows.num_rows}
 
-    sinks.write_batch = wrapped
-    try:
-        yield
-    finally:
-        sinks.write_batch = original
+    return write
 
 
 # -- throughput -----------------------------------------------------------------------------------
@@ -337,7 +329,7 @@ def run_baseline(spark, config: Config, timings: dict[int, dict]):
     The plainest Spark Delta append there is: no idempotence marker at all, so the baseline pays
     nothing the job's exactly-once sink pays for.
     """
-    from streaming.job import build_stream
+    from streaming.job.main import build_stream
 
     parsed = build_stream(spark, config)
     path = config.output.table_path("baseline_events")
@@ -354,7 +346,7 @@ def run_baseline(spark, config: Config, timings: dict[int, dict]):
 
 def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records: int | None = None,
                         per_trigger: int | None = None) -> dict:
-    from streaming.job import start_query
+    from streaming.job.main import start_query
 
     sim = SimulationConfig(groups=200 if quick else 1_000, members=10, topics=2, partitions=6,
                            churn_per_minute=0.5, heartbeat_interval_ms=1_000, cooperative_share=0.5,
@@ -380,11 +372,10 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
     # The job first, then the baseline: the baseline then runs on a JVM the job has warmed up,
     # which, if anything, flatters the baseline and makes the job/baseline ratio conservative.
     timings: dict[int, dict] = {}
-    with timed_sink(timings):
-        started = time.monotonic()
-        query = start_query(spark, config, available_now=True)
-        query.awaitTermination()
-        job_wall = time.monotonic() - started
+    started = time.monotonic()
+    query = start_query(spark, config, available_now=True, write=timed_sink(timings))
+    query.awaitTermination()
+    job_wall = time.monotonic() - started
     _raise_if_failed(query)
     progress = progress_rows(query)
     result["job"] = {"sustained": summarize_progress(progress),
@@ -435,45 +426,6 @@ def _breakdown(batches: list[dict]) -> dict:
 
 # -- profile of the Python side ---------------------------------------------------------------------
 
-class _FakeValueState:
-    def __init__(self):
-        self.value = None
-
-    def exists(self):
-        return self.value is not None
-
-    def get(self):
-        return self.value
-
-    def update(self, value):
-        self.value = value
-
-
-class _FakeHandle:
-    """Just enough of StatefulProcessorHandle for GroupProcessor (one ValueState per bucket), to run
-    it without Spark."""
-
-    def __init__(self):
-        self.values: dict[str, _FakeValueState] = {}
-
-    def getValueState(self, name, schema):
-        return self.values.setdefault(name, _FakeValueState())
-
-    def registerTimer(self, t):
-        pass
-
-    def deleteTimer(self, t):
-        pass
-
-
-class _FakeTimerValues:
-    def __init__(self, watermark: int):
-        self.watermark = watermark
-
-    def getCurrentWatermarkInMs(self):
-        return self.watermark
-
-
 def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: int = 7) -> dict:
     """The processor's Python side on one synthetic bucket, with cProfile: ``groups`` groups of
     ``members`` members with ``beats_per_member`` heartbeats each (75,000-row batches over 1,000
@@ -481,13 +433,10 @@ def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: 
     import numpy as np
     import pandas as pd
 
-    from streaming.group_state import EngineSettings
-    from streaming.processor import INPUT_COLUMNS, GroupProcessor
-    from streaming.state_bucket import StateBucket
+    from streaming.job.operator_input import INPUT_COLUMNS
+    from streaming.testing import ProcessorHarness
 
-    processor = GroupProcessor(EngineSettings())
-    handle = _FakeHandle()
-    processor.init(handle)
+    harness = ProcessorHarness()
     t0 = FIXED_START_MS
     topics = ["orders", "payments"]
 
@@ -516,26 +465,26 @@ def profile_processor(groups: int = 1_000, members: int = 10, beats_per_member: 
                 rows.append(row(gid, "heartbeat", f"{gid}-m{m}", max(times), beat_times=np.array(times)))
         return pd.DataFrame(rows, columns=list(INPUT_COLUMNS))
 
-    list(processor.handleInputRows((0,), iter([frame(t0 + 100, 10, True)]), _FakeTimerValues(0)))
+    harness.send(frame(t0 + 100, 10, True))
     batch = frame(t0 + 10_100, beats_per_member, False)
     started = time.perf_counter()
-    list(processor.handleInputRows((0,), iter([batch]), _FakeTimerValues(0)))
+    harness.send(batch)
     whole = time.perf_counter() - started
     profiler = cProfile.Profile()
     profiler.enable()
-    list(processor.handleInputRows((0,), iter([frame(t0 + 20_100, beats_per_member, False)]), _FakeTimerValues(0)))
+    harness.send(frame(t0 + 20_100, beats_per_member, False))
     profiler.disable()
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(18)
     top = [line for line in text.getvalue().splitlines() if line.strip()][:40]
-    stored = StateBucket.from_bytes(bytes(handle.values["bucket"].get()[0]))
+    stored = harness.bucket()
     return {
         "shape": {"groups_in_bucket": groups, "members_per_group": members, "rows": len(batch),
                   "heartbeat_records": groups * members * beats_per_member},
         "handle_input_rows_s_per_bucket_batch": round(whole, 3),
         "ms_per_group": round(whole / groups * 1000, 3),
         "state_blob_bytes_per_group": round(statistics.fmean(len(b) for b in stored.blobs.values())),
-        "bucket_value_bytes": len(bytes(handle.values["bucket"].get()[0])),
+        "bucket_value_bytes": len(stored.to_bytes()),
         "cprofile_top_by_tottime": top,
     }
 
@@ -695,7 +644,7 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
                 probe_not_before: float = 0.0, **job: Any) -> dict:
     """One latency setting. Probing starts once the job has caught up, and not before the monotonic
     time ``probe_not_before`` (the JVM's JIT warm-up, see JVM_WARM_S)."""
-    from streaming.job import start_query
+    from streaming.job.main import start_query
 
     config = make_config(bootstrap, work, name, **job)
     traffic = LiveTraffic(bootstrap, config, groups=groups, members=10)
@@ -709,8 +658,7 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
     traffic.start()
     produced_at_start = time.monotonic()
     timings: dict[int, dict] = {}
-    with timed_sink(timings):  # start_query imports write_batch now: the wrapper stays in place
-        query = start_query(spark, config, available_now=False)
+    query = start_query(spark, config, available_now=False, write=timed_sink(timings))
     latencies: list[float] = []
     missing: list[str] = []
     try:
@@ -870,7 +818,7 @@ BIG_ROUND2_TIMEOUT_S = 180
 
 
 def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_pids: set[int]) -> dict:
-    from streaming.job import start_query
+    from streaming.job.main import start_query
 
     # 100 topics x 5,000 partitions rather than 1,000 x 500: the same 500,000 partitions, but
     # every join lists every topic, and 1,000 names per join would be ~100 MB of membership JSON.
@@ -1217,7 +1165,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"starting the embedded broker on port {port} in {work} ...", flush=True)
         status = broker.start(port, work / "kafka", tied_to_caller=True)
         bootstrap = status.bootstrap_servers
-        from streaming.spark import build_spark_session
+        from streaming.job.spark_session import build_spark_session
 
         # Keep every progress event of a query (default 100), so no batch is missing from the rate.
         spark = build_spark_session(extra={"spark.sql.streaming.numRecentProgressUpdates": "100000", **extra_conf})

@@ -285,7 +285,7 @@ def _schema(width: str):
         return pa.schema(narrow)
     if width == "packed":  # the narrow columns + one string carrying a membership event's fields
         return pa.schema(narrow + [("payload", pa.string())])
-    # The job's parsed record (streaming/parse.py): source columns, the raw value, every
+    # The job's parsed record (streaming/job/parse.py): source columns, the raw value, every
     # membership field (null for a heartbeat) and the refusal column.
     tp = pa.struct([("topic", pa.string()), ("partition", pa.int32())])
     workload = pa.struct([("topics", pa.list_(pa.struct([("name", pa.string()), ("partitions", pa.int32()),
@@ -715,7 +715,7 @@ def add_summaries(result: dict) -> None:
 # -- main -------------------------------------------------------------------------------------------
 
 def run_plan(runs: list[dict], jvm: str, work: Path) -> list[dict]:
-    from streaming.spark import build_spark_session
+    from streaming.job.spark_session import build_spark_session
 
     extra = {"spark.sql.shuffle.partitions": "2", UDS: "true" if jvm == "uds" else "false"}
     spark = build_spark_session(app_name=f"tws-probe-{jvm}", extra=extra)
@@ -801,8 +801,10 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(RESULTS.read_text())
         new = {(r["name"], r["repeat"], r["jvm"]) for r in all_runs}
         result["runs"] = [r for r in result["runs"] if (r["name"], r["repeat"], r["jvm"]) not in new] + all_runs
-        result.setdefault("appended", []).append({"plan": args.plan, "started_at": started.isoformat(timespec="seconds"),
-                                                  "load_before": load_before, "load_after": list(os.getloadavg())})
+        # The latest merge only: the file holds the latest result of each run, not a history.
+        result.pop("appended", None)
+        result["last_merge"] = {"plan": args.plan, "started_at": started.isoformat(timespec="seconds"),
+                                "load_before": load_before, "load_after": list(os.getloadavg())}
         add_summaries(result)
         RESULTS.write_text(json.dumps(result, indent=1))
         write_markdown(result)

@@ -1,7 +1,7 @@
 """Arrow schemas of the tables, generated from :mod:`schemas.tables` like the Spark ones.
 
 The job's sink turns the processor's JSON rows into Arrow and appends them to Delta without a Spark
-job per table (streaming/sinks.py); these are the types it parses them into. Every field is
+job per table (streaming/job/sink.py); these are the types it parses them into. Every field is
 nullable, as the Spark schemas are: the tables were first written through Spark's ``from_json``,
 whose output is nullable throughout, and a table's schema must not change under its readers.
 """

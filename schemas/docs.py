@@ -15,7 +15,7 @@ from pathlib import Path
 from assignors.connect.codec import connect_spec_schema
 from assignors.streams.codec import streams_spec_schema
 
-from .events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS, Array, Field, FieldType, Map, Struct, example_event
+from .events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS, Array, Field, FieldType, Map, example_event
 from .json_schema import heartbeat_schema, membership_schema
 from .tables import TABLES
 

@@ -19,18 +19,14 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from assignors.errors import RebalanceMonitorError
 
-from .paths import conf_dir, jar_dir, state_dir
+from streaming.errors import BrokerError
+from streaming.paths import conf_dir, jar_dir, state_dir
 
 #: Not 9092, so the embedded broker never collides with a Kafka the user already runs.
 DEFAULT_PORT = 19092
 BROKER_HEAP = "-Xmx512m"
 MAIN_CLASS = "kafka.Kafka"
-
-
-class BrokerError(RebalanceMonitorError):
-    """The embedded broker could not be started, reached or stopped."""
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,14 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from assignors.errors import RebalanceMonitorError
-
-from .paths import conf_dir
+from streaming.alerting.delivery.config import WebhookConfig
+from streaming.alerting.rules import AlertRules, parse_alert_rules
+from streaming.engine.settings import EngineSettings
+from streaming.errors import ConfigError
+from streaming.paths import conf_dir
+from streaming.redaction import mask_secrets
 
 DEFAULT_CONFIG_FILE = "rebalance-monitor.toml"
-_SECRET_HINTS = ("password", "secret", "sasl.jaas.config", "token", "key")
-
-
-class ConfigError(RebalanceMonitorError):
-    """The configuration file or a flag has a bad key or value."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +62,11 @@ class KafkaConfig:
         return opts
 
     def redacted_options(self) -> dict[str, str]:
-        return {k: ("***" if any(h in k.lower() for h in _SECRET_HINTS) else v)
-                for k, v in self.options.items()}
+        return mask_secrets(self.options)
+
+    def __repr__(self) -> str:  # the options may hold credentials (SASL, SSL)
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "options")
+        return f"KafkaConfig({shown}, options={self.redacted_options()!r})"
 
 
 @dataclass(frozen=True)
@@ -87,13 +88,14 @@ class JobConfig:
     trigger_interval: str = "2 seconds"
     #: Changes within this much event time of the first one become one generation.
     coalesce_ms: int = 1_000
-    #: How far behind the newest event of a group (or the stream) an event may arrive and still
-    #: be applied in order; also the watermark delay.
+    #: How far behind a group's newest heartbeat a membership event may arrive and still be
+    #: applied in event-time order (the engine's safe time; see EngineSettings).
     allowed_lateness_ms: int = 2_000
     #: Event time between a cooperative revocation round and its follow-up generation.
     cooperative_followup_ms: int = 500
     #: A group whose members all stopped heartbeating is moved on by the stream's time once that
-    #: is this far past the group's own time (wider than the skew between Kafka partitions).
+    #: is this far past the group's own time (wider than the skew between Kafka partitions); also
+    #: the watermark delay of the stateful operator.
     idle_group_grace_ms: int = 30_000
     #: Groups are spread over this many keys of Spark's stateful operator (each key costs Spark a
     #: fixed amount per batch). Part of the checkpoint: changing it needs a new checkpoint.
@@ -103,19 +105,18 @@ class JobConfig:
         if self.state_buckets < 1:
             raise ConfigError(f"job.state_buckets: must be at least 1, got {self.state_buckets}")
 
-    def engine_settings(self):
-        from .group_state import EngineSettings
-
+    def engine_settings(self, alert_rules: AlertRules) -> EngineSettings:
+        """The engine's settings: these timings and ``alert_rules`` (the engine has no defaults)."""
         return EngineSettings(coalesce_ms=self.coalesce_ms, allowed_lateness_ms=self.allowed_lateness_ms,
                               cooperative_followup_ms=self.cooperative_followup_ms,
-                              idle_group_grace_ms=self.idle_group_grace_ms)
+                              idle_group_grace_ms=self.idle_group_grace_ms, alert_rules=alert_rules)
 
 
 @dataclass(frozen=True)
 class AlertsConfig:
-    """``[alerts]``: the rules (see :mod:`streaming.alert_rules`) and, optionally, the webhook."""
-    rules: Any = None  # AlertRules; imported lazily so the config does not pull in the engine
-    webhook: Any = None  # WebhookConfig or None
+    """``[alerts]``: the rules (see :mod:`streaming.alerting.rules`) and, optionally, the webhook."""
+    rules: AlertRules = field(default_factory=AlertRules)
+    webhook: WebhookConfig | None = None
     #: Local directory of the webhook's outbox (undelivered alerts survive a restart there);
     #: default: <checkpoint>-alert-outbox beside a local checkpoint.
     outbox: str | None = None
@@ -130,15 +131,9 @@ class AlertsConfig:
 
 
 def _parse_alerts(data: Any, source: str) -> AlertsConfig:
-    from .alert_delivery import WebhookConfig
-    from .alert_rules import AlertConfigError, parse_alert_rules
-
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: [alerts] must be a table")
-    try:
-        rules = parse_alert_rules({k: v for k, v in data.items() if k != "outbox"}, f"{source}: alerts")
-    except AlertConfigError as exc:
-        raise ConfigError(str(exc)) from None
+    rules = parse_alert_rules({k: v for k, v in data.items() if k != "outbox"}, f"{source}: alerts")
     webhook = WebhookConfig.from_mapping(data["webhook"], f"{source}: alerts.webhook") if "webhook" in data else None
     outbox = data.get("outbox")
     if outbox is not None:
@@ -160,13 +155,9 @@ class Config:
     spark: SparkConfig = field(default_factory=SparkConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
 
-    def engine_settings(self):
+    def engine_settings(self) -> EngineSettings:
         """What the per-group engine needs: the [job] timings and the alert rules."""
-        from dataclasses import replace as _replace
-
-        from .alert_rules import AlertRules
-
-        return _replace(self.job.engine_settings(), alert_rules=self.alerts.rules or AlertRules())
+        return self.job.engine_settings(self.alerts.rules)
 
     def with_overrides(self, *, bootstrap_servers: str | None = None, membership_topic: str | None = None,
                        heartbeat_topic: str | None = None, output: str | None = None,

@@ -2,14 +2,44 @@
 
 Both are session-scoped because starting them is the slow part (seconds each); tests isolate
 themselves with their own topics and their own Delta/checkpoint directories.
+
+Every test that needs a broker, Spark or a JVM carries the ``integration`` marker: the tests under
+``tests/integration/`` and the differential tests against Kafka's Java classes get it here, others
+say so themselves. ``make test-fast`` (``-m "not integration"``) must start none of them, and
+:func:`_real_parts_need_the_integration_marker` makes sure it does not.
 """
 
 from __future__ import annotations
 
 import socket
 import uuid
+from pathlib import Path
 
 import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath))
+        if "integration" in path.parts or ("java" in path.stem and path.stem.startswith("test_differential")):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _real_parts_need_the_integration_marker(request, monkeypatch):
+    """A test without the marker that starts a broker, Spark or the Java reference fails at once."""
+    if request.node.get_closest_marker("integration") is not None:
+        return
+
+    def refuse(what):
+        def starting(*args, **kwargs):
+            raise AssertionError(f"{request.node.nodeid} starts {what}: mark it integration")
+        return starting
+
+    monkeypatch.setattr("streaming.broker.start", refuse("the Kafka broker"))
+    monkeypatch.setattr("streaming.job.spark_session.build_spark_session", refuse("Spark"))
+    monkeypatch.setattr("pyspark.sql.SparkSession.Builder.getOrCreate", refuse("Spark"))
+    monkeypatch.setattr("tests.java_reference.ensure_built", refuse("the Java reference (a JVM)"))
 
 
 def free_port() -> int:
@@ -34,7 +64,7 @@ def kafka_broker(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
-    from streaming.spark import build_spark_session
+    from streaming.job.spark_session import build_spark_session
 
     session = build_spark_session(extra={"spark.sql.shuffle.partitions": "2"})
     yield session

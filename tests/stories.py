@@ -105,7 +105,7 @@ def to_records(story, group_id, start_ms):
     return membership, beats
 
 
-# -- Kafka Streams and Kafka Connect groups (streaming/task_groups.py) --------------------------------
+# -- Kafka Streams and Kafka Connect groups (streaming/engine/task_groups.py) --------------------------------
 
 STREAMS_STATEFUL = ["0_0", "0_1", "0_2", "0_3"]
 STREAMS_STATELESS = ["1_0", "1_1"]
@@ -199,9 +199,9 @@ def roundtrip_state(state):
 
     The bytes must decode to a state equal to the one they came from: a job's Python worker reuses
     a group's state object from its previous batch instead of decoding the same bytes again
-    (streaming/state_bucket.py), so anything the codec changed would make the history depend on
+    (streaming/job/state_bucket.py), so anything the codec changed would make the history depend on
     which worker ran a batch, or on a restart."""
-    from streaming.state_codec import decode_state, encode_state
+    from streaming.engine.codec import decode_state, encode_state
 
     decoded = decode_state(encode_state(state))
     assert decoded == state

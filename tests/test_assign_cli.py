@@ -12,7 +12,7 @@ import pytest
 
 from assignors import AssignmentError, GroupAssignment, GroupSpec, TopicPartition
 from assignors import registry
-from streaming.cli import main
+from streaming.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ ROUNDROBIN_ANSWER = {"C0": [["t0", 0], ["t0", 2], ["t1", 1]], "C1": [["t0", 1], 
 
 def run_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "streaming.cli", "assign", *args],
+        [sys.executable, "-m", "streaming.cli.main", "assign", *args],
         input=stdin, capture_output=True, text=True, cwd=REPO, timeout=60,
     )
 
@@ -104,13 +104,13 @@ class TestRealCommand:
         assert proc.returncode == 2 and "cannot open --input" in proc.stderr
 
     def test_the_assign_module_does_not_load_pyspark(self):
-        code = "import sys, streaming.commands.assign; sys.exit(3 if 'pyspark' in sys.modules else 0)"
+        code = "import sys, streaming.cli.assign; sys.exit(3 if 'pyspark' in sys.modules else 0)"
         proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
 
     def test_the_whole_assign_command_does_not_load_pyspark(self):
         code = (
-            "import sys; from streaming.cli import main; "
+            "import sys; from streaming.cli.main import main; "
             "rc = main(['assign', '--input', '/dev/null']); "
             "sys.exit(3 if 'pyspark' in sys.modules else rc)"
         )

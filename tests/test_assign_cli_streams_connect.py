@@ -1,6 +1,6 @@
 """``rebalance-monitor assign`` for Kafka Streams and Kafka Connect group specs.
 
-The real command as a subprocess, in-process through ``streaming.cli.main``, the round trip of an
+The real command as a subprocess, in-process through ``streaming.cli.main.main``, the round trip of an
 answer into the next round's spec (``next_streams_spec``/``next_connect_spec``), error lines, and
 the examples of docs/assign.md answered exactly as pasted.
 """
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-import streaming.commands.assign as assign_command
+import streaming.cli.assign as assign_command
 from assignors.connect.codec import CONNECT_SPEC_FIELDS, LEADER_STATE_FIELDS, WORKER_FIELDS, next_connect_spec
 from assignors.streams.codec import CLIENT_FIELDS, CONFIG_FIELDS, STREAMS_SPEC_FIELDS, next_streams_spec
 from schemas.docs import generated_files
-from streaming.cli import main
+from streaming.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -73,7 +73,7 @@ CONSUMER_SPEC = {
 
 def run_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "streaming.cli", "assign", *args],
+        [sys.executable, "-m", "streaming.cli.main", "assign", *args],
         input=stdin, capture_output=True, text=True, cwd=REPO, timeout=120,
     )
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from streaming.checkpoint_stamp import STAMP_FILE, STATE_LAYOUT, CheckpointMismatchError, check_or_write
+from streaming.job.checkpoint_stamp import STAMP_FILE, STATE_LAYOUT, CheckpointMismatchError, check_or_write
 
 
 def test_a_new_checkpoint_gets_a_stamp_and_is_then_resumed(tmp_path):

@@ -9,13 +9,13 @@ from types import SimpleNamespace
 import pytest
 
 from schemas.events import HEARTBEAT_FIELDS, MEMBERSHIP_FIELDS
-from streaming.collector import (
-    HEARTBEAT, LEAVE_REASON, MASK, MEMBERSHIP, ClusterSnapshot, Collector, CollectorSettings, GroupSnapshot,
-    MemberSnapshot, TopicSnapshot, contract_assignor, diff, mask_secrets, views_from_events,
+from streaming.cli.collect import group_snapshot, options_from, read_properties, topic_snapshot
+from streaming.errors import CollectorError
+from streaming.feeds.collector import (
+    HEARTBEAT, LEAVE_REASON, MEMBERSHIP, ClusterSnapshot, Collector, CollectorSettings, GroupSnapshot,
+    MemberSnapshot, TopicSnapshot, contract_assignor, diff, views_from_events,
 )
-from streaming.commands.collect import (
-    CollectorError, group_snapshot, options_from, read_properties, redact, topic_snapshot,
-)
+from streaming.redaction import MASK, mask_secrets, redact
 
 T0 = 1_767_225_600_000
 ORDERS = TopicSnapshot("orders", 6)
@@ -420,7 +420,7 @@ def _kafka_error(code):
 def test_read_snapshot_voids_the_poll_for_cluster_errors_and_sets_aside_group_errors():
     from confluent_kafka import KafkaError
 
-    from streaming.commands.collect import PollFailed, read_snapshot
+    from streaming.cli.collect import PollFailed, read_snapshot
 
     ok = _Future(_description("ok"))
     with pytest.raises(PollFailed, match="ListGroups incomplete"):

@@ -51,3 +51,50 @@ def test_the_kafka_source_does_not_hold_a_quiet_partition_s_fetch_for_half_a_sec
     assert parse_config({}).kafka.source_options("m")["kafka.fetch.max.wait.ms"] == "50"
     config = parse_config({"kafka": {"options": {"fetch.max.wait.ms": 200}}})
     assert config.kafka.source_options("m")["kafka.fetch.max.wait.ms"] == "200"
+
+
+def test_the_shipped_file_states_every_default_of_the_code_and_no_other_value():
+    """conf/rebalance-monitor.toml says "these are the defaults": each value it states is the
+    code's default, and every setting of [kafka], [output], [job] and [spark] is in it."""
+    import tomllib
+    from dataclasses import fields
+
+    from streaming.alerting.rules import GroupRules
+    from streaming.config import _SECTIONS
+    from streaming.job.spark_session import DEFAULT_CONF
+    from streaming.paths import conf_dir
+
+    data = tomllib.loads((conf_dir() / "rebalance-monitor.toml").read_text())
+    defaults = Config()
+    for section, cls in _SECTIONS.items():
+        stated = data[section]
+        for f in fields(cls):
+            if f.name in ("options", "conf"):
+                continue
+            assert f.name in stated, f"[{section}] {f.name} is not in the shipped file"
+            assert stated[f.name] == getattr(getattr(defaults, section), f.name), f"[{section}] {f.name}"
+    for key, value in data["spark"]["conf"].items():
+        assert DEFAULT_CONF.get(key) == value, f"[spark.conf] {key} = {value!r}, the code's default is " \
+                                               f"{DEFAULT_CONF.get(key)!r}"
+    assert data["kafka"].get("options", {}) == {}
+    rules = GroupRules()
+    for rule, stated in data["alerts"].items():
+        for key, value in stated.items():
+            assert getattr(getattr(rules, rule), key) == value, f"[alerts.{rule}] {key}"
+
+
+def test_credentials_never_show_in_a_printed_configuration():
+    config = parse_config({"kafka": {"options": {"sasl.jaas.config": "PlainLoginModule password='hunter22'",
+                                                 "ssl.key.password": "k3y-s3cret", "security.protocol": "SASL_SSL"}}})
+    for shown in (repr(config), str(config), repr(config.kafka)):
+        assert "hunter22" not in shown and "k3y-s3cret" not in shown
+        assert "SASL_SSL" in shown  # what is not a credential is still shown
+    # The job still passes the real values to Kafka.
+    assert config.kafka.source_options("t")["kafka.ssl.key.password"] == "k3y-s3cret"
+
+
+def test_a_bad_alert_rule_is_a_config_error_of_its_own_type():
+    from streaming.errors import AlertConfigError
+
+    with pytest.raises(AlertConfigError, match="alerts.imbalance.max_minus_min"):
+        parse_config({"alerts": {"imbalance": {"max_minus_min": "two"}}})

@@ -20,7 +20,7 @@ from schemas.events import (
     Map,
     Struct,
 )
-from streaming.simulator import (
+from streaming.feeds.simulator import (
     BAD_KINDS,
     HEARTBEAT,
     MEMBERSHIP,
@@ -412,7 +412,7 @@ def test_a_bad_option_is_refused_by_name(override, named):
 
 
 def test_the_cli_refuses_a_bad_option_before_touching_kafka(capsys):
-    from streaming.cli import main
+    from streaming.cli.main import main
 
     # A closed port: if validation came after connecting, this would fail differently and slowly.
     assert main(["simulate", "--bootstrap-servers", "127.0.0.1:1", "--static-share", "1.5"]) == 2
@@ -447,7 +447,8 @@ def test_streams_and_connect_groups_meet_the_contract_and_consumer_only_runs_are
 
 
 def test_simulated_streams_and_connect_groups_run_through_the_engine_without_a_refusal():
-    from streaming.group_state import EngineSettings, GroupState, advance
+    from streaming.engine import GroupState, LagReport, MembershipEvent, advance
+    from streaming.testing import engine_settings
 
     by_group: dict[str, list] = defaultdict(list)
     for kind, key, e in good_events(simulate(TASK_CONFIG, end_time_ms=TASK_CONFIG.start_time_ms + 5 * MINUTE)):
@@ -460,16 +461,16 @@ def test_simulated_streams_and_connect_groups_run_through_the_engine_without_a_r
             continue
         beats = [e for k, e in events if k == HEARTBEAT]
         state = GroupState(group_id=group_id)
-        out, _ = advance(state, membership, [b["member_id"] for b in beats], [b["event_time"] for b in beats],
-                         EngineSettings(), clock=lambda: 0.0,
-                         progress_reports=[(b["member_id"], b["event_time"], b["task_lags"])
-                                           for b in beats if "task_lags" in b])
-        assert [o.row for o in out if o.table == "rejected_events"] == []
+        out, _ = advance(state, [MembershipEvent.from_json(e) for e in membership],
+                         [b["member_id"] for b in beats], [b["event_time"] for b in beats], engine_settings(),
+                         lag_reports=[LagReport(b["member_id"], b["event_time"], b["task_lags"])
+                                      for b in beats if "task_lags" in b])
+        assert [o.as_dict() for o in out if o.table == "rejected_events"] == []
         workload = membership[0]["workload"]
         gens = defaultdict(list)
         for o in out:
             if o.table == "assignments":
-                gens[o.row["generation"]].append(o.row)
+                gens[o.as_dict()["generation"]].append(o.as_dict())
         assert len(gens) >= 2
         for generation, rows in gens.items():
             if group_type == "streams":

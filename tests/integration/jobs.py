@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from schemas import tables
 from streaming.config import Config, JobConfig
-from streaming.job import start_query
-from streaming.kafka_io import ensure_topics, produce
+from streaming.feeds.kafka_io import ensure_topics, produce
+from streaming.job.main import start_query
 
 ALL_TABLES = tuple(tables.TABLES)
 #: Columns that are measurements, not history: they may differ between two runs over the same events.

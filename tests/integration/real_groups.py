@@ -31,8 +31,8 @@ from typing import Iterable, Mapping
 from confluent_kafka import Consumer
 
 from assignors import GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
-from streaming.collector import CollectorSettings
-from streaming.commands.collect import (
+from streaming.feeds.collector import CollectorSettings
+from streaming.cli.collect import (
     CollectOptions, CollectorRunner, PollFailed, PollResult, admin_client, read_snapshot,
 )
 from streaming.config import Config

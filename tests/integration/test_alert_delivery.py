@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from streaming.alert_delivery import (AlertDispatcher, InvalidAlertError, OutboxError, WebhookConfig,
+from streaming.alerting.delivery import (AlertDispatcher, InvalidAlertError, OutboxError, WebhookConfig,
                                       WebhookConfigError, label_set_fingerprint, webhook_message)
-from streaming.alert_delivery.dispatcher import take_post
-from streaming.alert_delivery.payload import AlertTransition
-from streaming.alert_delivery.webhook_client import Backoff, _retry_after_s
+from streaming.alerting.delivery.dispatcher import take_post
+from streaming.alerting.delivery.payload import AlertTransition
+from streaming.alerting.delivery.webhook_client import Backoff, _retry_after_s
 from tests.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -371,7 +371,7 @@ def test_alerts_submitted_before_a_crash_are_sent_by_the_next_run(tmp_path, rece
     rows = [row(f"a{i}", subject=f"m-{i}") for i in range(20)]
     script = (
         "import json, sys, time\n"
-        "from streaming.alert_delivery import AlertDispatcher, WebhookConfig\n"
+        "from streaming.alerting.delivery import AlertDispatcher, WebhookConfig\n"
         f"d = AlertDispatcher(WebhookConfig(url={dead_url!r}, backoff_initial_ms=50), {str(tmp_path)!r})\n"
         "d.submit(json.loads(sys.stdin.readline()))\n"
         "print('submitted', flush=True)\n"

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer
 
 from streaming import broker
-from streaming.kafka_io import ensure_topics, produce
+from streaming.feeds.kafka_io import ensure_topics, produce
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.integration
@@ -52,7 +52,7 @@ def test_broker_round_trips_records_over_a_real_connection(kafka_broker, unique_
 
 
 def test_cli_starts_two_brokers_side_by_side_and_stops_them_without_leftovers(tmp_path):
-    cli = [sys.executable, "-m", "streaming.cli", "kafka"]
+    cli = [sys.executable, "-m", "streaming.cli.main", "kafka"]
     brokers = [(free_port(), tmp_path / "a"), (free_port(), tmp_path / "b")]
     try:
         for port, directory in brokers:

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.bucket_keys import bucket_keys, spark_hash_long
+from streaming.job.bucket_keys import bucket_keys, spark_hash_long
 
 pytestmark = pytest.mark.integration
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from streaming.collector import HEARTBEAT, LEAVE_REASON, MEMBERSHIP, CollectorSettings
-from streaming.commands.collect import (
+from streaming.feeds.collector import HEARTBEAT, LEAVE_REASON, MEMBERSHIP, CollectorSettings
+from streaming.cli.collect import (
     RENEW_CLIENT_AFTER_FAILURES, CollectOptions, CollectorRunner, admin_client, read_snapshot,
 )
-from streaming.kafka_io import ensure_topics
+from streaming.feeds.kafka_io import ensure_topics
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.integration
@@ -138,7 +138,7 @@ def test_a_kip848_group_is_observed_with_its_type_and_the_cli_runs_once(kafka_br
     try:
         _poll_until([consumer], lambda: len(_assignment(consumer)) == 6)
         script = Path(sys.executable).with_name("rebalance-monitor")
-        cli = [str(script)] if script.exists() else [sys.executable, "-m", "streaming.cli"]
+        cli = [str(script)] if script.exists() else [sys.executable, "-m", "streaming.cli.main"]
         out = subprocess.run([*cli, "collect", "--bootstrap-servers", bootstrap, "--groups", re.escape(group),
                               "--membership-topic", options.membership_topic,
                               "--heartbeat-topic", options.heartbeat_topic, "--once"],

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from schemas import tables
-from streaming.cli import main as cli
+from streaming.cli.main import main as cli
 from tests.integration.jobs import history, make_config, read, run_available_now
 
 pytestmark = pytest.mark.integration
@@ -46,7 +46,7 @@ trigger_interval = "0 seconds"
 
 
 def _start_job(config_file: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "streaming.cli", "run", "--available-now",
+    return subprocess.Popen([sys.executable, "-m", "streaming.cli.main", "run", "--available-now",
                              "--config", str(config_file)],
                             cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from schemas import tables
-from streaming.kafka_io import produce
+from streaming.feeds.kafka_io import produce
 from tests.integration.jobs import make_config, read, run_available_now
 
 pytestmark = pytest.mark.integration

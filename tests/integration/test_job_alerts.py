@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from schemas import tables
-from streaming.alert_delivery import AlertDispatcher
+from streaming.alerting.delivery import AlertDispatcher
 from streaming.config import parse_config
 from tests import stories
 from tests.conftest import free_port
@@ -62,7 +62,7 @@ def test_rules_fire_and_resolve_in_the_table_and_reach_the_webhook_after_a_resta
     outbox = config.alerts.outbox_dir(config.output)
     dispatcher = AlertDispatcher(config.alerts.webhook, outbox)
     try:
-        from streaming.job import start_query
+        from streaming.job.main import start_query
 
         query = start_query(spark, config, available_now=True, alert_dispatcher=dispatcher)
         assert query.awaitTermination(300) and query.exception() is None
@@ -81,7 +81,7 @@ def test_rules_fire_and_resolve_in_the_table_and_reach_the_webhook_after_a_resta
     assert (rows[0]["value"], rows[0]["threshold"], rows[0]["severity"]) == (7.0, 2.0, "warning")
 
     # The views: the storm is over, the imbalance is still open.
-    from streaming.views import register_views
+    from streaming.reporting.views import register_views
 
     register_views(spark, config.output)
     health = {r["group_id"]: (r["open_alerts"], r["open_alert_rules"]) for r in

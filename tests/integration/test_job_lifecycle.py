@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_running_job_processes_new_events_and_stops_cleanly_on_sigterm(spark, kafka_broker, tmp_path, unique_name):
     config = make_config(kafka_broker, tmp_path, unique_name)
     job = subprocess.Popen(
-        [sys.executable, "-m", "streaming.cli", "run", "--bootstrap-servers", config.kafka.bootstrap_servers,
+        [sys.executable, "-m", "streaming.cli.main", "run", "--bootstrap-servers", config.kafka.bootstrap_servers,
          "--membership-topic", config.kafka.membership_topic, "--heartbeat-topic", config.kafka.heartbeat_topic,
          "--output", config.output.root, "--checkpoint", config.output.checkpoint],
         cwd=REPO, stdout=(tmp_path / "job.log").open("wb"), stderr=subprocess.STDOUT)
@@ -53,7 +53,7 @@ def test_run_refuses_a_checkpoint_an_older_version_wrote_and_says_what_to_do(kaf
     offsets.mkdir(parents=True)
     (offsets / "0").write_text("v1\n")  # Spark's files, but no rebalance-monitor stamp
     done = subprocess.run(
-        [sys.executable, "-m", "streaming.cli", "run", "--available-now",
+        [sys.executable, "-m", "streaming.cli.main", "run", "--available-now",
          "--bootstrap-servers", config.kafka.bootstrap_servers, "--membership-topic", config.kafka.membership_topic,
          "--heartbeat-topic", config.kafka.heartbeat_topic, "--output", config.output.root,
          "--checkpoint", config.output.checkpoint],

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from schemas import tables
-from streaming.kafka_io import produce
+from streaming.feeds.kafka_io import produce
 from tests import stories
 from tests.integration.jobs import history, make_config, produce_story, read, run_available_now
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.parse import parse_records
+from streaming.job.parse import parse_records
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from schemas import tables
-from streaming.kafka_io import produce
+from streaming.feeds.kafka_io import produce
 from tests import stories
 from tests.integration.jobs import make_config, produce_story, run_available_now
 
@@ -42,7 +42,7 @@ def tp(*partitions):
 @pytest.fixture(scope="module")
 def history(kafka_broker, spark, tmp_path_factory):
     """The three scenario groups of test_job_scenarios.py, through the job, views registered."""
-    from streaming.views import register_views
+    from streaming.reporting.views import register_views
 
     config = make_config(kafka_broker, tmp_path_factory.mktemp("query"), uuid.uuid4().hex[:10])
     coop = stories.cooperative_story() + stories.heartbeats(["c1", "c2"], 12_000, 32_000)
@@ -56,7 +56,7 @@ def history(kafka_broker, spark, tmp_path_factory):
 
 
 def ask(spark, sql: str) -> list[dict]:
-    from streaming.commands.query import run_sql
+    from streaming.cli.query import run_sql
 
     text, truncated = run_sql(spark, sql, "json")
     assert not truncated
@@ -158,7 +158,7 @@ def test_group_health_in_full(spark, history):
 
 
 def test_every_view_column_is_documented(spark, history):
-    from streaming.views import VIEWS
+    from streaming.reporting.views import VIEWS
 
     doc = DOC.read_text()
     for view in VIEWS:
@@ -172,7 +172,7 @@ def test_views_resolve_without_tables_and_count_failed_rebalances(spark, history
     rebalance in rejected_events (the job's reason text) shows in group_health."""
     from schemas.spark import table_schema
     from streaming.config import OutputConfig
-    from streaming.views import register_views
+    from streaming.reporting.views import register_views
 
     try:
         registered = register_views(spark, OutputConfig(root=str(tmp_path / "nothing")))
@@ -188,7 +188,7 @@ def test_views_resolve_without_tables_and_count_failed_rebalances(spark, history
 
 
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "streaming.cli", "query", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "streaming.cli.main", "query", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -18,10 +18,10 @@ import pytest
 
 from schemas import tables
 from streaming import broker
-from streaming.collector import LEAVE_REASON, MEMBERSHIP
+from streaming.feeds.collector import LEAVE_REASON, MEMBERSHIP
 from tests.conftest import free_port
 from tests.integration.jobs import make_config, read, run_available_now
-from streaming.kafka_io import ensure_topics
+from streaming.feeds.kafka_io import ensure_topics
 from tests.integration.real_groups import (
     CollectorThread, RealGroup, collect_options, general_builder_answer, moved, predicted,
 )

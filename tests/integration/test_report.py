@@ -63,7 +63,7 @@ def report(*args) -> tuple[int, str]:
     import tempfile
     from contextlib import redirect_stderr
 
-    from streaming.cli import main
+    from streaming.cli.main import main
 
     err = io.StringIO()
     with tempfile.NamedTemporaryFile(suffix=".toml") as config, redirect_stderr(err):
@@ -264,7 +264,7 @@ def test_window_that_ends_before_it_starts_is_refused(tmp_path):
 
 
 def test_time_parsing():
-    from streaming.report.window import TimeWindow, parse_time
+    from streaming.reporting.report.window import TimeWindow, parse_time
 
     assert parse_time("1700000000000") == START
     assert parse_time("2023-11-14T22:13:20Z") == START
@@ -274,7 +274,7 @@ def test_time_parsing():
 
 
 def test_the_cli_starts_without_pyspark_pandas_or_matplotlib():
-    code = ("import sys; from streaming.cli import build_parser; build_parser(); "
+    code = ("import sys; from streaming.cli.main import build_parser; build_parser(); "
             "print(sorted(m for m in ('pyspark', 'pandas', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -285,8 +285,8 @@ def test_the_cli_starts_without_pyspark_pandas_or_matplotlib():
 def synthetic_history(members: int, generations: int, units: int, group_type: str = "streams"):
     import pandas as pd
 
-    from streaming.report.history import UNITS, GroupHistory
-    from streaming.report.window import TimeWindow
+    from streaming.reporting.report.history import UNITS, GroupHistory
+    from streaming.reporting.report.window import TimeWindow
 
     ids = [f"m{i:03d}" for i in range(members)]
     gens = pd.DataFrame([{"generation": g, "event_time": START + g * 1_000, "trigger": "join", "trigger_member": ids[0],
@@ -305,7 +305,7 @@ def synthetic_history(members: int, generations: int, units: int, group_type: st
 
 
 def test_large_groups_still_render_every_chart():
-    from streaming.report.charts import PLACEMENT_MAX_UNITS, TIMELINE_MAX_MEMBER_LANES, render_charts
+    from streaming.reporting.report.charts import PLACEMENT_MAX_UNITS, TIMELINE_MAX_MEMBER_LANES, render_charts
 
     history = synthetic_history(TIMELINE_MAX_MEMBER_LANES + 20, 80, PLACEMENT_MAX_UNITS + 50)
     charts = render_charts(history)
@@ -317,7 +317,7 @@ def test_large_groups_still_render_every_chart():
 def test_membership_spans_follow_joins_leaves_expiries_and_static_rejoins():
     import pandas as pd
 
-    from streaming.report.charts import member_order, membership_spans
+    from streaming.reporting.report.charts import member_order, membership_spans
 
     history = synthetic_history(1, 1, 2, group_type="consumer")
     rows = [(100, "a", "joined", None), (300, "a", "left", None), (500, "a", "rejoined", None),

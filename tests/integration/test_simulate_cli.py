@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from streaming.simulator import HEARTBEAT, MEMBERSHIP, SimulationConfig, simulate
+from streaming.feeds.simulator import HEARTBEAT, MEMBERSHIP, SimulationConfig, simulate
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +23,7 @@ START_MS = 1_767_225_600_000
 
 def _cli() -> list[str]:
     script = Path(sys.executable).with_name("rebalance-monitor")  # the installed entry point
-    return [str(script)] if script.exists() else [sys.executable, "-m", "streaming.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "streaming.cli.main"]
 
 
 def _read_all(bootstrap: str, topics: list[str], expected: int, timeout_s: float = 90.0) -> list:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from schemas import tables
-from streaming.group_state import GroupState, advance
+from streaming.engine import GroupState, LagReport, MembershipEvent, advance
 from tests import stories
 from tests.integration.jobs import MEASURED, make_config, produce_story, read, run_available_now
 
@@ -21,10 +21,10 @@ GROUPS = {"app-streams": ("streams", stories.streams_scale_out_story),
 def _engine_rows(config, records, group_id):
     """The engine alone, one batch: heartbeats (with their lags) and membership events."""
     membership, beats = records
-    lags = [(b["member_id"], b["event_time"], b["task_lags"]) for _, b in beats if "task_lags" in b]
-    out, _ = advance(GroupState(group_id=group_id), [e for _, e in membership],
+    lags = [LagReport(b["member_id"], b["event_time"], b["task_lags"]) for _, b in beats if "task_lags" in b]
+    out, _ = advance(GroupState(group_id=group_id), [MembershipEvent.from_json(e) for _, e in membership],
                      [b["member_id"] for _, b in beats], [b["event_time"] for _, b in beats],
-                     config.engine_settings(), progress_reports=lags, clock=lambda: 0.0)
+                     config.engine_settings(), lag_reports=lags)
     return out
 
 
@@ -44,7 +44,7 @@ def test_streams_and_connect_generations_land_in_the_tables_as_the_engine_comput
     for table in (tables.ASSIGNMENTS, tables.BALANCE_METRICS, tables.REVOCATIONS):
         written = read(spark, config, table)
         for group_id in GROUPS:
-            expected = [o.row for o in _engine_rows(config, records[group_id], group_id) if o.table == table]
+            expected = [o.as_dict() for o in _engine_rows(config, records[group_id], group_id) if o.table == table]
             columns = set().union(*(e.keys() for e in expected))
             got = [{k: v for k, v in r.items() if k in columns} for r in written if r["group_id"] == group_id]
             assert _canonical(got) == _canonical(expected), (table, group_id)

@@ -7,9 +7,10 @@ import tomllib
 
 import pytest
 
-from streaming.alert_rules import AlertConfigError, AlertRules, parse_alert_rules
+from streaming.alerting.rules import AlertConfigError, AlertRules, parse_alert_rules
 from streaming.config import ConfigError, parse_config
-from streaming.group_state import EngineSettings, GroupState, advance, next_deadline
+from streaming.engine import GroupState, next_deadline
+from streaming.testing import engine_settings, feed
 from tests.stories import roundtrip_state, collector_observation, eager_range_story, heartbeats, in_time_order, join, leave, workload
 
 
@@ -19,18 +20,15 @@ def rules(toml: str) -> AlertRules:
 
 def run(events, alert_rules: AlertRules = AlertRules(), batches=1, group_id="g"):
     """The alerts rows of a story, fed in ``batches`` slices with the state store round trip."""
-    settings = EngineSettings(alert_rules=alert_rules)
+    settings = engine_settings(alert_rules)
     state = GroupState(group_id=group_id)
     out = []
     events = in_time_order(events)
     size = -(-len(events) // batches)
     for i in range(0, len(events), size):
         chunk = events[i:i + size]
-        members = [e for e in chunk if isinstance(e, dict)]
-        hbs = [e for e in chunk if isinstance(e, tuple)]
-        rows, _ = advance(state, members, [m for _, m, _ in hbs], [t for _, _, t in hbs], settings,
-                          clock=lambda: 0.0)
-        out += [o.row for o in rows if o.table == "alerts"]
+        rows, _ = feed(state, chunk, settings)
+        out += [o.as_dict() for o in rows if o.table == "alerts"]
         state = roundtrip_state(state)
     return out, state
 
@@ -186,7 +184,7 @@ def test_a_group_with_an_open_windowed_alert_asks_for_a_timer_at_its_resolution(
     _, state = run(story, r)
     # c expired at 26.5 s (applied up to 29 s: the newest heartbeat minus the allowed lateness);
     # a's session deadline (41 s) is later than the alert's resolution at 30.5 s.
-    assert next_deadline(state, EngineSettings(alert_rules=r)) == 30_500
+    assert next_deadline(state, engine_settings(r)) == 30_500
 
 
 @pytest.mark.parametrize("toml, message", [

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, strategies as st
 
-from streaming.bucket_keys import bucket_keys, spark_hash_long
+from streaming.job.bucket_keys import bucket_keys, spark_hash_long
 
 
 @given(st.integers(min_value=1, max_value=300))

@@ -4,7 +4,7 @@ monitor's computed generation (the ``assignment_checks`` rows)."""
 
 from __future__ import annotations
 
-from streaming.group_state import GroupState
+from streaming.engine import GroupState
 
 from tests.stories import collector_observation as observed
 from tests.stories import heartbeats, in_time_order, real_range_group, workload

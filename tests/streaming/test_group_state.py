@@ -6,7 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.group_state import EngineSettings, GroupState, advance, next_deadline
+from streaming.engine import GroupState, advance, next_deadline
+from streaming.testing import engine_settings, feed
 
 from tests.stories import (
     roundtrip_state,
@@ -18,7 +19,7 @@ from tests.stories import (
     workload,
 )
 
-SETTINGS = EngineSettings(coalesce_ms=1_000, allowed_lateness_ms=2_000, cooperative_followup_ms=500)
+SETTINGS = engine_settings(coalesce_ms=1_000, allowed_lateness_ms=2_000, cooperative_followup_ms=500)
 
 
 def run_batches(batches, state=None, roundtrip=True):
@@ -27,10 +28,7 @@ def run_batches(batches, state=None, roundtrip=True):
     state = state or GroupState(group_id="g")
     outputs = []
     for batch in batches:
-        members = [e for e in batch if isinstance(e, dict)]
-        hbs = [e for e in batch if isinstance(e, tuple)]
-        out, _ = advance(state, members, [m for _, m, _ in hbs], [t for _, _, t in hbs], SETTINGS,
-                         clock=lambda: 0.0)
+        out, _ = feed(state, batch, SETTINGS)
         outputs.extend(out)
         if roundtrip:
             state = roundtrip_state(state)
@@ -42,13 +40,13 @@ def generations(outputs):
     gens = {}
     for o in outputs:
         if o.table == "assignments":
-            gens.setdefault(o.row["generation"], {})[o.row["member_id"]] = sorted(
-                p["partition"] for p in o.row["partitions"])
+            gens.setdefault(o.as_dict()["generation"], {})[o.as_dict()["member_id"]] = sorted(
+                p["partition"] for p in o.as_dict()["partitions"])
     return gens
 
 
 def rows(outputs, table):
-    return [o.row for o in outputs if o.table == table]
+    return [o.as_dict() for o in outputs if o.table == table]
 
 
 def test_eager_range_group_gets_one_generation_per_change_with_the_trigger_and_member():
@@ -87,14 +85,14 @@ def test_history_does_not_depend_on_micro_batch_boundaries():
         bounds = sorted(set([0, len(events), *cuts]))
         batches = [events[a:b] for a, b in zip(bounds, bounds[1:])]
         split, _ = run_batches(batches)
-        assert [(o.table, o.row) for o in split] == [(o.table, o.row) for o in whole]
+        assert [(o.table, o.as_dict()) for o in split] == [(o.table, o.as_dict()) for o in whole]
 
     check()
 
 
 def test_a_state_kept_in_memory_between_batches_gives_the_history_of_one_decoded_every_batch():
     # The job's workers keep a group's state object between batches when its bytes did not change
-    # (streaming/state_bucket.py); a restart decodes it. Both must write the same rows.
+    # (streaming/job/state_bucket.py); a restart decodes it. Both must write the same rows.
     stories = [eager_range_story(), cooperative_story(), static_bounce_story()]
 
     @settings(max_examples=40, deadline=None)
@@ -106,7 +104,7 @@ def test_a_state_kept_in_memory_between_batches_gives_the_history_of_one_decoded
         batches = [events[a:b] for a, b in zip(bounds, bounds[1:])]
         decoded, _ = run_batches(batches)
         kept, _ = run_batches(batches, roundtrip=False)
-        assert [(o.table, o.row) for o in kept] == [(o.table, o.row) for o in decoded]
+        assert [(o.table, o.as_dict()) for o in kept] == [(o.table, o.as_dict()) for o in decoded]
 
     check()
 
@@ -161,13 +159,13 @@ def test_a_silent_group_is_moved_on_by_the_stream_watermark():
     # The deadline counts the heartbeats applied so far (up to 3_500); the two still waiting for
     # the group's time push the expiry on once the watermark lets them in.
     assert next_deadline(state, SETTINGS) == 13_500
-    nothing, _ = advance(state, [], [], [], SETTINGS, watermark_ms=13_500, clock=lambda: 0.0)
+    nothing, _ = advance(state, [], [], [], SETTINGS, watermark_ms=13_500)
     assert nothing == []
     assert next_deadline(state, SETTINGS) == 15_500
-    early, _ = advance(state, [], [], [], SETTINGS, watermark_ms=15_499, clock=lambda: 0.0)
-    assert [o.row["event"] for o in early if o.table == "member_events"] == []
-    late, _ = advance(state, [], [], [], SETTINGS, watermark_ms=15_500, clock=lambda: 0.0)
-    assert [(o.row["event"], o.row["event_time"]) for o in late if o.table == "member_events"] == [("expired", 15_500)]
+    early, _ = advance(state, [], [], [], SETTINGS, watermark_ms=15_499)
+    assert [o.as_dict()["event"] for o in early if o.table == "member_events"] == []
+    late, _ = advance(state, [], [], [], SETTINGS, watermark_ms=15_500)
+    assert [(o.as_dict()["event"], o.as_dict()["event_time"]) for o in late if o.table == "member_events"] == [("expired", 15_500)]
 
 
 def test_server_side_uniform_group_revokes_before_it_assigns():

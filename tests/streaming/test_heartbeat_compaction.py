@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from streaming.processor import _Columns, compact_heartbeats
+from streaming.job.operator_input import compact_heartbeats
+from streaming.job.processor import BucketRows
 
 SCHEMA = pa.schema([pa.field("group_key", pa.string(), nullable=False), ("kind", pa.string()), ("member_id", pa.string()),
                     ("event_time", pa.int64()), ("reject_reason", pa.string()),
@@ -58,7 +59,7 @@ def test_membership_events_streams_heartbeats_and_refused_records_pass_through_u
 def test_every_heartbeat_record_is_counted_once_after_unpacking_whatever_the_arrow_batches():
     for split in (None, 2, 5):
         out = pd.DataFrame(_compacted(INPUT, split))
-        columns = _Columns(out)
+        columns = BucketRows(out)
         assert columns.records.sum() == len(INPUT)
         beats = np.flatnonzero((out["kind"] == "heartbeat") & out["reject_reason"].isna())
         members, times = columns.heartbeats(beats)

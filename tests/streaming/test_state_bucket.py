@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from streaming.group_state import GroupState
-from streaming.state_bucket import RecentStates, StateBucket
-from streaming.state_codec import encode_state
+from streaming.engine import GroupState
+from streaming.engine.codec import encode_state
+from streaming.job.state_bucket import RecentStates, StateBucket
 
 
 def _state(group_id: str, generation: int) -> GroupState:

@@ -9,9 +9,10 @@ import tomllib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.alert_rules import parse_alert_rules
-from streaming.group_state import EngineSettings, GroupState, advance, next_deadline
-from streaming.state_codec import decode_state, encode_state
+from streaming.alerting.rules import parse_alert_rules
+from streaming.engine import GroupState, MembershipEvent, advance, next_deadline
+from streaming.engine.codec import decode_state, encode_state
+from streaming.testing import engine_settings, feed as feed_engine
 from tests.stories import (
     roundtrip_state,
     connect_bounce_story,
@@ -27,7 +28,7 @@ from tests.stories import (
     task_group_records,
 )
 
-SETTINGS = EngineSettings(coalesce_ms=1_000, allowed_lateness_ms=2_000, cooperative_followup_ms=500)
+SETTINGS = engine_settings(coalesce_ms=1_000, allowed_lateness_ms=2_000, cooperative_followup_ms=500)
 
 
 def feed(state, batch, settings=SETTINGS, collapsed=False):
@@ -35,11 +36,7 @@ def feed(state, batch, settings=SETTINGS, collapsed=False):
 
     ``collapsed``: pass the lags as the processor's per-batch ``heartbeat_progress`` (latest per
     member) instead of every report."""
-    members = [e for e in batch if isinstance(e, dict)]
-    hbs = [e for e in batch if isinstance(e, tuple)]
-    reports = [(e[1], e[2], e[3]) for e in hbs if len(e) > 3]
-    kwargs = {"heartbeat_progress": {m: lags for m, _, lags in reports}} if collapsed else {"progress_reports": reports}
-    out, _ = advance(state, members, [e[1] for e in hbs], [e[2] for e in hbs], settings, clock=lambda: 0.0, **kwargs)
+    out, _ = feed_engine(state, batch, settings, collapsed_lags=collapsed)
     return out
 
 
@@ -53,7 +50,7 @@ def run_batches(batches, settings=SETTINGS, collapsed=False):
 
 
 def rows(outputs, table):
-    return [o.row for o in outputs if o.table == table]
+    return [o.as_dict() for o in outputs if o.table == table]
 
 
 def generations(outputs, *fields):
@@ -110,9 +107,9 @@ def test_the_probing_rebalance_is_a_timer_that_fires_for_a_silent_group():
     feed(state, story)
     assert next_deadline(state, SETTINGS) == 66_000
     assert feed(state, []) == []
-    early, _ = advance(state, [], [], [], SETTINGS, watermark_ms=65_999, clock=lambda: 0.0)
+    early, _ = advance(state, [], [], [], SETTINGS, watermark_ms=65_999)
     assert rows(early, "balance_metrics") == []
-    due, _ = advance(state, [], [], [], SETTINGS, watermark_ms=66_000, clock=lambda: 0.0)
+    due, _ = advance(state, [], [], [], SETTINGS, watermark_ms=66_000)
     assert metrics(due, "generation", "event_time", "trigger") == [(3, 66_000, "probing_rebalance")]
 
 
@@ -193,7 +190,7 @@ def test_a_connect_worker_that_bounces_within_the_delay_gets_its_work_back_witho
         (4, "w2", "connector", "jdbc", "member_left"), (4, "w2", "task", "jdbc-0", "member_left"),
         (4, "w2", "task", "jdbc-1", "member_left")]
     assert {r["assignor"] for r in rows(outputs, "assignments")} == {"connect-incremental"}
-    assert state.connect_leader == "w1" and state.connect_leader_state["previous_generation_id"] == 6
+    assert state.connect_leader == "w1" and state.connect_leader_state.previous_generation_id == 6
     assert rows(outputs, "alerts") == []
 
 
@@ -212,7 +209,7 @@ def test_the_connect_delay_is_a_timer_that_fires_for_a_silent_group():
     state = GroupState(group_id="g")
     feed(state, in_time_order(events))
     assert next_deadline(state, SETTINGS) == 71_000  # the 60 s delay from the generation at 11 s
-    due, _ = advance(state, [], [], [], SETTINGS, watermark_ms=71_000, clock=lambda: 0.0)
+    due, _ = advance(state, [], [], [], SETTINGS, watermark_ms=71_000)
     assert metrics(due, "event_time", "trigger", "lost_pending") == [(71_000, "scheduled_rebalance", 0)]
     assert sorted(connect_view(due)[state.generation]["w1"][1]) == ["jdbc-0", "jdbc-1", "s3-0", "s3-1"]
 
@@ -237,7 +234,7 @@ def test_eager_connect_reassigns_from_scratch_in_one_generation():
 
 def test_streams_not_caught_up_fires_after_its_duration_and_resolves_when_the_lags_report_caught_up():
     rules = parse_alert_rules(tomllib.loads("[streams_not_caught_up]\nduration_ms = 10000\n"))
-    settings = EngineSettings(alert_rules=rules)
+    settings = engine_settings(rules)
     # p1 starts with no local state and 5000 records of changelog per task to restore.
     events = [streams_workload(0, end_offsets={t: 5_000 for t in ("0_0", "0_1", "0_2", "0_3")}),
               streams_join(1_000, "s1", "p1")] + heartbeats(["s1"], 1_500, 30_000)
@@ -258,10 +255,10 @@ def test_connect_lost_work_fires_when_every_worker_is_gone_past_the_delay_and_re
     state = GroupState(group_id="g")
     outputs = feed(state, in_time_order(events))
     # Nobody is left to heartbeat: the stream's watermark moves the group on.
-    outputs += advance(state, [], [], [], SETTINGS, watermark_ms=50_000, clock=lambda: 0.0)[0]
+    outputs += advance(state, [], [], [], SETTINGS, watermark_ms=50_000)[0]
     assert metrics(outputs, "members", "lost_pending") == [(1, 0), (0, 6)]
     assert next_deadline(state, SETTINGS) == 101_000  # the delay ends at 11 s + 60 s; then the 30 s grace
-    fired, _ = advance(state, [], [], [], SETTINGS, watermark_ms=150_000, clock=lambda: 0.0)
+    fired, _ = advance(state, [], [], [], SETTINGS, watermark_ms=150_000)
     back = [connect_join(200_000, "w3")] + heartbeats(["w3"], 200_500, 210_000)
     resolved = feed(state, back)
     assert [(a["rule"], a["status"], a["fired_at"], a["resolved_at"], a["value"])
@@ -281,7 +278,7 @@ def _check_batch_independence(events, collapsed=False):
     def check(cuts):
         bounds = sorted({0, len(events), *cuts})
         split, _ = run_batches([events[a:b] for a, b in zip(bounds, bounds[1:])], collapsed=collapsed)
-        assert [(o.table, o.row) for o in split] == [(o.table, o.row) for o in whole]
+        assert [(o.table, o.as_dict()) for o in split] == [(o.table, o.as_dict()) for o in whole]
 
     check()
     return whole
@@ -302,7 +299,7 @@ def test_per_batch_latest_lags_give_the_same_history_when_a_batch_holds_one_repo
     batches = [[e for e in story if start <= (e["event_time"] if isinstance(e, dict) else e[2]) < start + 5_000]
                for start in range(0, 80_000, 5_000)]
     collapsed, _ = run_batches(batches, collapsed=True)
-    assert [(o.table, o.row) for o in collapsed] == [(o.table, o.row) for o in exact]
+    assert [(o.table, o.as_dict()) for o in collapsed] == [(o.table, o.as_dict()) for o in exact]
 
 
 def test_the_state_survives_the_codec_mid_story_with_every_task_group_field():
@@ -352,8 +349,8 @@ def test_the_documented_events_use_defined_fields_and_give_a_generation():
         state = GroupState(group_id=group_id)
         member = next(e["member_id"] for e in events if e["type"] == "join")
         t0 = events[0]["event_time"]
-        out, _ = advance(state, events, [member] * 10, [t0 + 5_000 + 1_000 * i for i in range(10)], SETTINGS,
-                         clock=lambda: 0.0)
+        out, _ = advance(state, [MembershipEvent.from_json(e) for e in events], [member] * 10,
+                         [t0 + 5_000 + 1_000 * i for i in range(10)], SETTINGS)
         (row,) = rows(out, "assignments")
         assert row["member_id"] == member and row["group_type"] == events[0]["group_type"]
         assert len(row["active_tasks"] or row["tasks"]) == (6 if group_id == "orders-app" else 4)

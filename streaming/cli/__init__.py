@@ -1,0 +1,1 @@
+"""Subcommands of the ``rebalance-monitor`` CLI; see :mod:`streaming.cli.main`."""

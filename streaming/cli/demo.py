@@ -1,0 +1,103 @@
+"""``rebalance-monitor demo``: the whole pipeline on this machine, end to end, in one command.
+
+Starts the embedded broker unless one already answers, simulates a few minutes of traffic from a
+handful of groups (consumer groups eager and cooperative, static members that bounce, members that
+crash, a Kafka Streams application and a Kafka Connect cluster, a few malformed records), runs the
+job until everything is in Delta, prints what landed with a few SQL queries, and stops whatever it
+started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from streaming import broker
+from streaming.config import load_config
+
+SUMMARY_QUERIES = (
+    ("Generations per group and what triggered them",
+     """SELECT group_id, group_type, assignor, protocol, count(*) AS generations,
+               concat_ws(',', collect_list(trigger)) AS triggers
+        FROM (SELECT * FROM balance_metrics ORDER BY generation)
+        GROUP BY group_id, group_type, assignor, protocol ORDER BY group_id"""),
+    ("Latest generation of each group: balance and movement",
+     """SELECT group_id, generation, trigger, trigger_member, members, partitions, min_per_member,
+               max_per_member, imbalance, moved, unassigned, round(assignor_ms, 2) AS assignor_ms
+        FROM balance_metrics
+        QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY generation DESC) = 1
+        ORDER BY group_id"""),
+    ("Members the monitor expired (no heartbeat within the session timeout)",
+     """SELECT group_id, member_id, from_unixtime(event_time / 1000) AS expired_at, reason
+        FROM member_events WHERE event = 'expired' ORDER BY event_time"""),
+    ("Alerts (fired and resolved in event time; docs/alerts.md)",
+     """SELECT group_id, rule, subject, severity, status, from_unixtime(fired_at / 1000) AS fired,
+               from_unixtime(resolved_at / 1000) AS resolved, value, threshold
+        FROM alerts ORDER BY fired_at, status"""),
+    ("Refused records, by reason",
+     """SELECT reason, count(*) AS records FROM rejected_events GROUP BY reason ORDER BY records DESC"""),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("demo", help="run the monitor end to end on the embedded broker",
+                                   description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=broker.DEFAULT_PORT, help="embedded broker port")
+    parser.add_argument("--output", default=None, help="Delta root (default: the config's, ./data)")
+    parser.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the config's)")
+    parser.add_argument("--groups", type=int, default=8, help="simulated groups (a quarter Streams, a quarter Connect)")
+    parser.add_argument("--minutes", type=float, default=3.0, help="simulated minutes of traffic")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = load_config().with_overrides(bootstrap_servers=f"127.0.0.1:{args.port}",
+                                          output=args.output, checkpoint=args.checkpoint)
+    kafka = config.kafka
+    started = None
+    if not broker.status(args.port).running:
+        print(f"starting the embedded Kafka broker on port {args.port} ...", flush=True)
+        started = broker.start(args.port)
+    try:
+        from streaming.cli.main import main as cli
+
+        duration_s = args.minutes * 60
+        start_ms = int(time.time() * 1000 - duration_s * 1000)
+        print(f"simulating {args.minutes:g} minutes of {args.groups} groups ...", flush=True)
+        rc = cli(["simulate", "--bootstrap-servers", kafka.bootstrap_servers,
+                  "--membership-topic", kafka.membership_topic, "--heartbeat-topic", kafka.heartbeat_topic,
+                  "--groups", str(args.groups), "--members", "3-6", "--topics", "2", "--partitions", "4-12",
+                  "--churn-per-minute", "3", "--session-timeout-ms", "10000", "--static-share", "0.3",
+                  "--cooperative-share", "0.5", "--crash-share", "0.5", "--bad-share", "0.005",
+                  "--streams-share", "0.25", "--connect-share", "0.25",
+                  "--rate", "0", "--duration", str(duration_s), "--start-time-ms", str(start_ms),
+                  "--seed", str(start_ms % 1000)])
+        if rc != 0:
+            return rc
+
+        from streaming.job.main import run
+
+        print("running the job until everything in the topics is in Delta ...", flush=True)
+        if run(config, available_now=True) != 0:
+            return 1
+        _print_summary(config)
+        return 0
+    finally:
+        if started is not None:
+            broker.stop(args.port)
+            print("stopped the embedded broker", flush=True)
+
+
+def _print_summary(config) -> None:
+    from pyspark.sql import SparkSession
+
+    from streaming.reporting.views import register_views
+
+    spark = SparkSession.getActiveSession()
+    register_views(spark, config.output)
+    print(f"\nDelta tables under {config.output.table_path('')}")
+    for title, sql in SUMMARY_QUERIES:
+        print(f"\n== {title}")
+        spark.sql(sql).show(20, truncate=False)
+    print("\nMore: rebalance-monitor query \"SELECT * FROM group_health\"; "
+          "rebalance-monitor report --group <group_id> --out report")

@@ -1,1 +1,0 @@
-"""Subcommands of the ``rebalance-monitor`` CLI; see :mod:`streaming.cli`."""

@@ -1,0 +1,173 @@
+"""A group's state as bytes for Spark's state store, and back.
+
+JSON (compressed) rather than pickle: the state outlives the code that wrote it, and a versioned,
+explicit format can be read by the next release of the job. Assignments are stored per member as
+topic -> partition numbers, which is several times smaller than a list of pairs. Waiting membership
+events are stored as the JSON they arrived as (:meth:`MembershipEvent.to_json`), the Streams or
+Connect workload and the Connect leader's assignor state as plain JSON objects.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections import deque
+
+from assignors import TopicPartition, TopicSpec
+from assignors.connect.model import ConnectAssignorState, ConnectorTaskId
+
+from streaming.alerting.evaluator import AlertState
+from streaming.engine.events import MembershipEvent, TaskWorkload
+from streaming.engine.state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
+
+#: 4: Streams/Connect groups (member task metadata, task workload and assignment, lags, Connect
+#: leader state, scheduled rebalance) and their alert state; 3 had no alert state.
+FORMAT_VERSION = 4
+_LEADER_SETS = ("previous_connectors", "previous_revoked_connectors", "previous_members")
+_LEADER_TASK_SETS = ("previous_tasks", "previous_revoked_tasks")
+
+
+def _encode_assignment(assignment: dict[str, list[TopicPartition]]) -> dict:
+    out: dict[str, dict[str, list[int]]] = {}
+    for member_id, tps in assignment.items():
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        out[member_id] = by_topic
+    return out
+
+
+def _decode_assignment(data: dict) -> dict[str, list[TopicPartition]]:
+    return {member_id: [TopicPartition(t, p) for t, ps in by_topic.items() for p in ps]
+            for member_id, by_topic in data.items()}
+
+
+def _encode_pending(pending: PendingRebalance | None) -> list | None:
+    if pending is None:
+        return None
+    return [pending.start, pending.deadline, pending.trigger, pending.trigger_member,
+            _encode_assignment(pending.owned_snapshot) if pending.owned_snapshot is not None else None]
+
+
+def _decode_pending(data: list | None) -> PendingRebalance | None:
+    if not data:
+        return None
+    start, deadline, trigger, trigger_member, snapshot = data
+    return PendingRebalance(start, deadline, trigger, trigger_member,
+                            _decode_assignment(snapshot) if snapshot is not None else None)
+
+
+def _encode_leader_state(state: ConnectAssignorState | None) -> dict | None:
+    """The Connect leader's memory; sets sorted so that equal states encode to equal bytes."""
+    if state is None:
+        return None
+    out = {}
+    for name in ConnectAssignorState.__dataclass_fields__:
+        value = getattr(state, name)
+        if name in _LEADER_SETS:
+            value = sorted(value)
+        elif name in _LEADER_TASK_SETS:
+            value = sorted([t.connector, t.task] for t in value)
+        elif name == "candidate_workers":
+            value = list(value)
+        out[name] = value
+    return out
+
+
+def _decode_leader_state(data: dict | None) -> ConnectAssignorState | None:
+    if data is None:
+        return None
+    values = dict(data)
+    for name in _LEADER_SETS:
+        values[name] = frozenset(values[name])
+    for name in _LEADER_TASK_SETS:
+        values[name] = frozenset(ConnectorTaskId(c, int(t)) for c, t in values[name])
+    values["candidate_workers"] = tuple(values["candidate_workers"])
+    return ConnectAssignorState(**values)
+
+
+def encode_state(state: GroupState) -> bytes:
+    data = {
+        "v": FORMAT_VERSION,
+        "group_id": state.group_id,
+        "group_type": state.group_type,
+        "assignor": state.assignor,
+        "protocol": state.protocol,
+        "topics": [[t.name, t.partitions, [sorted(r) for r in t.replica_racks] if t.replica_racks is not None else None]
+                   for t in state.topics.values()],
+        "members": [[m.member_id, list(m.topics), m.joined_at, m.last_seen, m.session_timeout_ms,
+                     m.group_instance_id, m.client_id, m.host, m.rack,
+                     [[tp.topic, tp.partition] for tp in m.reported_owned], m.reported_generation, m.expires,
+                     m.task_metadata]
+                    for m in state.members.values()],
+        "generation": state.generation,
+        "assignment": _encode_assignment(state.assignment),
+        "pending": _encode_pending(state.pending),
+        "frontier": state.frontier,
+        "clock": state.clock,
+        "buffered_events": [e.to_json() for e in state.buffered_events],
+        "buffered_heartbeats": state.buffered_heartbeats,
+        "recent_rebalances": state.recent_rebalances,
+        "seen_event_ids": list(state.seen_event_ids),
+        "failed_rebalances": state.failed_rebalances,
+        "collector_fed": state.collector_fed,
+        "observed": _encode_assignment(state.observed),
+        "observed_group_state": state.observed_group_state,
+        "observed_assignor": state.observed_assignor,
+        "check_due_at": state.check_due_at,
+        "last_check": state.last_check,
+        "alerts": state.alerts.to_json(),
+        "task_workload": state.task_workload.to_json() if state.task_workload is not None else None,
+        "task_assignment": state.task_assignment,
+        "task_lags": state.task_lags,
+        "buffered_progress": state.buffered_progress,
+        "connect_leader": state.connect_leader,
+        "connect_leader_state": _encode_leader_state(state.connect_leader_state),
+        "scheduled": _encode_pending(state.scheduled),
+    }
+    return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
+
+
+def decode_state(blob: bytes) -> GroupState:
+    data = json.loads(zlib.decompress(blob))
+    if data.get("v") != FORMAT_VERSION:
+        raise ValueError(f"group state format {data.get('v')!r} is not {FORMAT_VERSION}: "
+                         f"this job cannot read a checkpoint written by another version")
+    members = {}
+    for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen, expires,
+         task_metadata) in data["members"]:
+        members[mid] = Member(mid, tuple(topics), joined, last_seen, st, gid, client_id, host, rack,
+                              tuple(TopicPartition(t, p) for t, p in owned), gen, expires, task_metadata)
+    return GroupState(
+        group_id=data["group_id"],
+        group_type=data["group_type"],
+        assignor=data["assignor"],
+        protocol=data["protocol"],
+        topics={name: TopicSpec(name, n, tuple(frozenset(r) for r in racks) if racks is not None else None)
+                for name, n, racks in data["topics"]},
+        members=members,
+        generation=data["generation"],
+        assignment=_decode_assignment(data["assignment"]),
+        pending=_decode_pending(data["pending"]),
+        frontier=data["frontier"],
+        clock=data["clock"],
+        buffered_events=[MembershipEvent.from_json(e) for e in data["buffered_events"]],
+        buffered_heartbeats=[tuple(x) for x in data["buffered_heartbeats"]],
+        recent_rebalances=data["recent_rebalances"],
+        seen_event_ids=deque(data["seen_event_ids"], maxlen=SEEN_EVENT_IDS),
+        failed_rebalances=data["failed_rebalances"],
+        collector_fed=data["collector_fed"],
+        observed=_decode_assignment(data["observed"]),
+        observed_group_state=data["observed_group_state"],
+        observed_assignor=data["observed_assignor"],
+        check_due_at=data["check_due_at"],
+        last_check=data["last_check"],
+        alerts=AlertState.from_json(data["alerts"]),
+        task_workload=TaskWorkload.from_json(data["task_workload"]) if data["task_workload"] is not None else None,
+        task_assignment=data["task_assignment"],
+        task_lags=data["task_lags"],
+        buffered_progress=data["buffered_progress"],
+        connect_leader=data["connect_leader"],
+        connect_leader_state=_decode_leader_state(data["connect_leader_state"]),
+        scheduled=_decode_pending(data["scheduled"]),
+    )

@@ -1,0 +1,135 @@
+"""A consumer group's generation: Kafka's assignor over the members' subscriptions.
+
+The members' subscriptions, racks and owned partitions become a :class:`~assignors.GroupSpec` and
+the group's assignor (as its members name it) computes the assignment. What a member owns going
+in is the monitor's previous generation, or for a live cluster's group the actual assignment the
+collector observed before the change (the real assignor's input, so a divergence is never carried
+from one generation to the next).
+
+Eager groups get everything at once. Cooperative groups, and KIP-848 groups whose coordinator
+revokes before it assigns, withhold the partitions that change owner: this generation revokes
+them and a follow-up generation assigns them.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from assignors import COOPERATIVE_ASSIGNORS, GroupSpec, MemberSpec, TopicPartition, assign
+from assignors.errors import RebalanceMonitorError
+from assignors.metrics import balance_metrics
+
+from streaming.engine.batch import Batch
+from streaming.engine.generation import Generation, partition_balance, record_failure, record_generation
+from streaming.engine.state import Member, PendingRebalance
+
+#: Server-side (KIP-848) assignors revoke before they assign, like a cooperative rebalance.
+TWO_PHASE_ASSIGNORS = COOPERATIVE_ASSIGNORS | {"uniform", "server-range"}
+
+
+def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
+    s = batch.state
+    assignor = s.assignor_name()
+    two_phase = s.protocol == "cooperative" or assignor in TWO_PHASE_ASSIGNORS
+
+    held = s.assignment
+    if pending is not None and pending.owned_snapshot is not None and s.generation > 0:
+        held = pending.owned_snapshot
+    previous_owner: dict[TopicPartition, str] = {}
+    for mid, tps in held.items():
+        for tp in tps:
+            previous_owner.setdefault(tp, mid)
+    duplicates: set[TopicPartition] = set()
+    members = []
+    for m in s.members.values():
+        known = m.member_id in held
+        owned = tuple(held[m.member_id]) if known else m.reported_owned
+        if not known:  # a member the monitor has not assigned yet: what it says it owns
+            for tp in m.reported_owned:
+                if tp in previous_owner and previous_owner[tp] != m.member_id:
+                    duplicates.add(tp)
+                previous_owner.setdefault(tp, m.member_id)
+        members.append(MemberSpec(
+            member_id=m.member_id, topics=m.topics, owned_partitions=owned,
+            generation=s.generation if known else m.reported_generation,
+            group_instance_id=m.group_instance_id, rack=m.rack))
+    spec = GroupSpec(members=tuple(members), topics=dict(s.topics), group_id=s.group_id)
+
+    started = batch.start_stopwatch()
+    try:
+        result = assign(spec, assignor)
+    except RebalanceMonitorError as exc:
+        record_failure(batch, at, exc)
+        return
+    assignor_ms = batch.elapsed_ms(started)
+
+    new_assignment = {mid: list(tps) for mid, tps in result.assignment.items()}
+    transferring = dict(result.transferring)
+    if not two_phase:  # an eager group gets everything at once
+        for tp, mid in transferring.items():
+            new_assignment.setdefault(mid, []).append(tp)
+        transferring = {}
+    elif assignor not in COOPERATIVE_ASSIGNORS:
+        transferring = _withhold_moving_partitions(new_assignment, previous_owner, s.members)
+
+    metrics = balance_metrics(spec, new_assignment, previous_owners=previous_owner)
+    in_transit = sum(1 for tp in transferring if tp in previous_owner)
+    record_generation(batch, at, pending, Generation(
+        assignor=assignor, protocol=s.protocol,
+        holdings=[{"member_id": mid, "partitions": [{"topic": tp.topic, "partition": tp.partition}
+                                                     for tp in new_assignment.get(mid, ())]}
+                  for mid in s.members],
+        revocations=_revocations(s.members, held, new_assignment, transferring, duplicates, s.topics),
+        balance=partition_balance(metrics, in_transit), assignor_ms=assignor_ms,
+        needs_followup=bool(transferring), exact_mean=metrics.mean,
+        group_instance_ids={mid: m.group_instance_id for mid, m in s.members.items()}))
+    s.assignment = {mid: new_assignment.get(mid, []) for mid in s.members}
+    if s.collector_fed:
+        s.check_due_at = at
+
+
+def _revocations(members: Mapping[str, Member], held: Mapping[str, list[TopicPartition]],
+                 new_assignment: Mapping[str, list[TopicPartition]], transferring: Mapping[TopicPartition, str],
+                 duplicates: set[TopicPartition], topics: Mapping) -> list[dict]:
+    """Every partition a member held and no longer holds: to whom it goes, and why."""
+    new_owner = {tp: mid for mid, tps in new_assignment.items() for tp in tps}
+    out = []
+    for mid, tps in held.items():
+        member = members.get(mid)
+        kept = set(new_assignment.get(mid, ()))
+        for tp in tps:
+            if tp in kept:
+                continue
+            if member is None:
+                reason = "member_left"
+            elif tp in duplicates:
+                reason = "duplicate"
+            elif tp.topic not in topics or tp.partition >= topics[tp.topic].partitions:
+                reason = "deleted"
+            elif tp.topic not in member.topics:
+                reason = "unsubscribed"
+            else:
+                reason = "moved"
+            out.append({"member_id": mid, "topic": tp.topic, "partition": tp.partition,
+                        "to_member": new_owner.get(tp) or transferring.get(tp), "reason": reason,
+                        "unit": "partition", "unit_id": f"{tp.topic}-{tp.partition}"})
+    return out
+
+
+def _withhold_moving_partitions(assignment: dict[str, list[TopicPartition]], previous_owner: Mapping,
+                                members: Mapping[str, Member]) -> dict[TopicPartition, str]:
+    """Revoke before assign, for assignors that do not compute it themselves (KIP-848's server-side
+    assignors): a partition a live member still holds is taken from it in this generation and
+    given to its new owner in the follow-up, as the coordinator's epochs do.
+    """
+    transferring: dict[TopicPartition, str] = {}
+    for member_id, tps in assignment.items():
+        kept = []
+        for tp in tps:
+            owner = previous_owner.get(tp)
+            if owner is not None and owner != member_id and owner in members:
+                transferring[tp] = member_id
+            else:
+                kept.append(tp)
+        assignment[member_id] = kept
+    return transferring

@@ -1,0 +1,127 @@
+"""What the engine remembers of one group between micro-batches.
+
+Everything here is plain data: the job keeps it in Spark's state store through
+:mod:`streaming.engine.codec`, and a restart decodes it into an equal state, so nothing may live
+only in memory.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from assignors import TopicPartition, TopicSpec
+from assignors.connect.model import ConnectAssignorState
+from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
+
+from streaming.alerting.evaluator import AlertState
+from streaming.engine.events import MembershipEvent, TaskWorkload
+
+#: How many membership event ids a group remembers to recognise redeliveries.
+SEEN_EVENT_IDS = 2_000
+
+CONSUMER = "consumer"
+STREAMS = "streams"
+CONNECT = "connect"
+TASK_GROUP_TYPES = frozenset({STREAMS, CONNECT})
+
+
+@dataclass
+class Member:
+    member_id: str
+    topics: tuple[str, ...]
+    joined_at: int
+    last_seen: int
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    host: str | None = None
+    rack: str | None = None
+    #: What the member said it owned when it joined, and its generation then; used until the
+    #: monitor has computed an assignment for it (a monitor attached to a running group).
+    reported_owned: tuple[TopicPartition, ...] = ()
+    reported_generation: int = -1
+    #: False for members reported by the collector: the coordinator decides their liveness and the
+    #: collector reports their departure, so a pause in its polls can never expire them here.
+    expires: bool = True
+    #: Streams (process_id, threads, task_offset_sums, client_tags) and Connect (worker_url,
+    #: config_offset) join metadata, as :meth:`MembershipEvent.task_metadata` reads it.
+    task_metadata: dict = field(default_factory=dict)
+
+    def deadline(self) -> int | None:
+        return self.last_seen + self.session_timeout_ms if self.expires else None
+
+    @property
+    def process_id(self) -> str:
+        """Kafka Streams: the client (process) the member is a thread of; default its own id."""
+        return self.task_metadata.get("process_id") or self.member_id
+
+    @property
+    def threads(self) -> int:
+        return int(self.task_metadata.get("threads") or 1)
+
+
+@dataclass
+class PendingRebalance:
+    start: int
+    deadline: int
+    trigger: str
+    trigger_member: str | None
+    #: For collector-fed groups: the actual assignment observed before the change that opened the
+    #: rebalance, which is what the real group's assignor starts from.
+    owned_snapshot: dict[str, list[TopicPartition]] | None = None
+
+
+@dataclass
+class GroupState:
+    group_id: str
+    group_type: str = CONSUMER
+    assignor: str | None = None
+    protocol: str = "eager"
+    topics: dict[str, TopicSpec] = field(default_factory=dict)
+    #: In join order: the order of Kafka's subscription map, which some assignors' ties follow.
+    members: dict[str, Member] = field(default_factory=dict)
+    generation: int = 0
+    #: The current assignment (after the latest generation); may hold departed members until
+    #: the next generation reassigns their partitions.
+    assignment: dict[str, list[TopicPartition]] = field(default_factory=dict)
+    pending: PendingRebalance | None = None
+    #: Event time up to which the group's events have been applied.
+    frontier: int = -1
+    #: Newest heartbeat time seen for the group: the group's own event time.
+    clock: int = -1
+    buffered_events: list[MembershipEvent] = field(default_factory=list)
+    buffered_heartbeats: list[tuple[str, int]] = field(default_factory=list)
+    recent_rebalances: list[int] = field(default_factory=list)
+    seen_event_ids: deque = field(default_factory=lambda: deque(maxlen=SEEN_EVENT_IDS))
+    failed_rebalances: int = 0
+    #: Set once an event came from the collector: the group is a live cluster's group.
+    collector_fed: bool = False
+    #: The actual assignment the collector reported last (KIP-848: the target assignment).
+    observed: dict[str, list[TopicPartition]] = field(default_factory=dict)
+    observed_group_state: str | None = None
+    observed_assignor: str | None = None
+    #: Event time of the newest observation or generation not yet compared; None when up to date.
+    check_due_at: int | None = None
+    #: Generation and observed assignment of the last comparison written, so each is written once.
+    last_check: str | None = None
+    alerts: AlertState = field(default_factory=AlertState)
+    #: Streams or Connect groups: what the application or the Connect cluster runs.
+    task_workload: TaskWorkload | None = None
+    #: member -> {"active", "standby", "warmup"} task lists (Streams) or {"connectors", "tasks"}
+    #: (Connect, tasks as [connector, number] pairs), after the latest generation.
+    task_assignment: dict[str, dict[str, list]] = field(default_factory=dict)
+    #: Streams: member -> task -> newest lag reported (heartbeat task_lags), applied in event time.
+    task_lags: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Lag reports [member, event time, lags] newer than the group's safe time.
+    buffered_progress: list[list] = field(default_factory=list)
+    #: Connect: the leader (oldest worker) and its incremental assignor's memory.
+    connect_leader: str | None = None
+    connect_leader_state: ConnectAssignorState | None = None
+    #: A rebalance the assignor asked for at a later event time (Streams probing rebalance,
+    #: Connect scheduled rebalance); a rebalance before it replaces it.
+    scheduled: PendingRebalance | None = None
+
+    def assignor_name(self) -> str:
+        """The consumer group's assignor: as its members name it, else the protocol's default."""
+        return self.assignor or ("cooperative-sticky" if self.protocol == "cooperative" else "range")

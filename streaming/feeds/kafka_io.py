@@ -1,0 +1,72 @@
+"""Small Kafka client helpers (confluent-kafka) the CLI, the demo and the tests share."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable, Mapping
+
+from streaming.errors import KafkaIOError
+
+
+def ensure_topics(bootstrap_servers: str, topics: Iterable[str], partitions: int = 3,
+                  options: Mapping[str, str] | None = None, timeout_s: float = 30.0) -> None:
+    """Create the topics that do not exist yet (an existing topic is left as it is)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(options or {})})
+    existing = set(admin.list_topics(timeout=timeout_s).topics)
+    missing = [t for t in topics if t not in existing]
+    if not missing:
+        return
+    futures = admin.create_topics([NewTopic(t, num_partitions=partitions, replication_factor=1) for t in missing],
+                                  operation_timeout=timeout_s)
+    for topic, future in futures.items():
+        try:
+            future.result(timeout=timeout_s)
+        except Exception as exc:  # TOPIC_ALREADY_EXISTS from a concurrent creator is fine
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise KafkaIOError(f"could not create topic {topic!r}: {exc}") from exc
+
+
+def send(producer, topic: str, value, key=None, on_delivery=None) -> None:
+    """``producer.produce``, waiting for deliveries to drain while librdkafka's local queue is full
+    (it raises BufferError instead of blocking)."""
+    while True:
+        try:
+            producer.produce(topic, value, key, on_delivery=on_delivery)
+            return
+        except BufferError:
+            producer.poll(0.01)
+
+
+def produce(bootstrap_servers: str, topic: str, records: Iterable[tuple[str | None, bytes | str | dict]],
+            options: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> int:
+    """Produce (key, value) records and wait until every one is acknowledged; returns the count.
+
+    A dict value is sent as JSON. Idempotent and acks=all, so a retry never duplicates a record.
+    """
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
+                         "acks": "all", "linger.ms": 5,
+                         # librdkafka's informational chatter (retries while a broker warms up) is noise here.
+                         "log_level": 3, **(options or {})})
+    errors: list[str] = []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(f"{msg.topic()}: {err}")
+
+    count = 0
+    for key, value in records:
+        if isinstance(value, dict):
+            value = json.dumps(value, separators=(",", ":"))
+        send(producer, topic, value, key, on_delivery)
+        count += 1
+        producer.poll(0)
+    remaining = producer.flush(timeout_s)
+    if remaining:
+        raise KafkaIOError(f"{remaining} records to {topic!r} were not acknowledged within {timeout_s:.0f} s")
+    if errors:
+        raise KafkaIOError(f"{len(errors)} records failed: {errors[0]}")
+    return count

@@ -1,0 +1,198 @@
+"""The rebalance-monitor streaming job: Kafka events in, Delta tables out.
+
+Run it with the CLI (``rebalance-monitor run``), or with spark-submit from the repository root
+after ``scripts/bootstrap`` (``rebalance-monitor run --print-spark-submit`` prints this line with
+the jar list filled in)::
+
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[2]' \\
+      --jars "$(.venv/bin/python -c 'from streaming.job.spark_session import spark_jars; print(",".join(spark_jars()))')" \\
+      --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\
+      --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \\
+      --conf spark.sql.streaming.stateStore.providerClass=org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider \\
+      --conf spark.pyspark.python=.venv/bin/python \\
+      streaming/job/main.py --config conf/rebalance-monitor.toml [--available-now]
+
+On a cluster, ship the project's packages with ``--py-files`` (a zip of ``streaming``,
+``assignors`` and ``schemas``) and point ``--output``/``--checkpoint`` at shared storage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from streaming.config import Config
+from streaming.job.args import add_job_arguments, config_from_args
+from streaming.job.bucket_keys import bucket_keys
+from streaming.job.checkpoint_stamp import NEW_CHECKPOINT_ADVICE, check_or_write
+from streaming.job.parse import parse_records
+
+log = logging.getLogger("rebalance_monitor.job")
+
+
+def parse_sources(spark, config: Config):
+    """The two topics, each read by its own Kafka source and parsed: (membership, heartbeats).
+
+    Only the heartbeat source is rate-limited (``kafka.max_offsets_per_trigger``): membership
+    events are few and are read in full every micro-batch (docs/time.md).
+    """
+    kafka = config.kafka
+    return tuple(parse_records(spark.readStream.format("kafka").options(**kafka.source_options(topic)).load(),
+                               kafka.membership_topic, kafka.heartbeat_topic, kafka.max_record_bytes)
+                 for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+
+
+def build_stream(spark, config: Config):
+    """The streaming DataFrame of parsed records, before any sink."""
+    membership, heartbeats = parse_sources(spark, config)
+    return membership.unionByName(heartbeats)
+
+
+def build_history(spark, config: Config):
+    """Parsed records -> per-group stateful processor -> rows for the tables (table, group, payload)."""
+    from pyspark.sql import functions as F
+
+    from streaming.job.operator_input import compacted_input, narrow_input, uncompacted_input
+    from streaming.job.processor import OUTPUT_SCHEMA, GroupProcessor
+
+    # Records that name no group still pass through (to rejected_events) under the "" key.
+    membership, heartbeats = (narrow_input(parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit(""))))
+                              for parsed in parse_sources(spark, config))
+    # A member's heartbeats in a batch travel as one row from here on (see compacted_input). The
+    # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
+    # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).
+    compacted = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
+    watermarked = (compacted
+                   # Spark drops rows older than the watermark before they reach the processor. Only
+                   # heartbeats carry the event-time column (a packed row: its newest heartbeat), so only
+                   # they can be dropped, and only when they are idle_group_grace_ms behind the stream's
+                   # newest heartbeat: by then their group has been moved on and they could change
+                   # nothing. Membership events and refused records always reach the processor, which
+                   # applies or records them.
+                   .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reject_reason").isNull(),
+                                                  F.timestamp_millis(F.col("event_time"))))
+                   .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
+    # Keyed by state bucket, not by group: Spark's per-key cost dominates otherwise (see processor.py).
+    # A bucket's key is chosen so that the shuffle gives each task as many buckets (bucket_keys.py).
+    keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(config.job.state_buckets)])
+    bucket_index = (F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)) + 1).cast("int")
+    bucketed = watermarked.withColumn("state_bucket", F.element_at(keys, bucket_index))
+    return bucketed.groupBy("state_bucket").transformWithStateInPandas(
+        statefulProcessor=GroupProcessor(config.engine_settings()),
+        outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
+
+
+def start_query(spark, config: Config, available_now: bool = False, alert_dispatcher=None, write=None):
+    """Start the query; ``alert_dispatcher`` (an AlertDispatcher) gets each batch's alert
+    transitions once they are in the alerts table. ``write`` replaces the sink's
+    :func:`~streaming.job.sink.write_batch` (same arguments), for a benchmark that times it."""
+    from streaming.job.sink import DeltaAppender, write_batch
+
+    output = config.output
+    check_or_write(output.checkpoint_path, config.job.state_buckets)
+    history = build_history(spark, config)
+    appender = DeltaAppender(output.app_id)  # per run: it reads the tables' logs afresh
+    write = write or write_batch
+
+    def sink(batch_df, batch_id: int) -> None:
+        write(batch_df, batch_id, output, appender, alert_dispatcher)
+
+    writer = (history.writeStream.queryName("rebalance-monitor")
+              .foreachBatch(sink)
+              .option("checkpointLocation", output.checkpoint_path))
+    writer = writer.trigger(availableNow=True) if available_now else \
+        writer.trigger(processingTime=config.job.trigger_interval)
+    return writer.start()
+
+
+def run(config: Config, available_now: bool = False, extra_spark_conf: dict | None = None) -> int:
+    """Run the job until its input is exhausted (``available_now``) or until SIGTERM/SIGINT."""
+    from streaming.job.spark_session import build_spark_session
+
+    spark = build_spark_session(config.spark, extra=extra_spark_conf)
+    dispatcher = None
+    if config.alerts.webhook is not None:
+        from streaming.alerting.delivery import AlertDispatcher
+
+        dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output))
+    try:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            rc, transient = _run_query(spark, config, available_now, dispatcher)
+            if not transient or attempt == START_ATTEMPTS:
+                return rc
+            # Safe to restart: every batch is idempotent in Delta and the checkpoint says where to resume.
+            log.warning("restarting the query from its checkpoint (attempt %d of %d)", attempt + 1, START_ATTEMPTS)
+        return 1
+    finally:
+        if dispatcher is not None:
+            # Give the webhook a moment for what this run produced; the outbox keeps the rest.
+            dispatcher.wait_until_delivered(timeout_s=10)
+            dispatcher.close()
+
+
+#: Spark gives a Python worker 10 s (not configurable) to start and connect back; on an overloaded
+#: machine, importing pandas and PyArrow can take longer. That failure is transient.
+TRANSIENT_FAILURES = ("Python worker failed to connect back",)
+START_ATTEMPTS = 3
+
+
+def _run_query(spark, config: Config, available_now: bool, dispatcher) -> tuple[int, bool]:
+    """Run the query once; (exit code, whether it failed for a transient reason worth a restart)."""
+    query = start_query(spark, config, available_now, dispatcher)
+    stop_requested = threading.Event()
+
+    def request_stop(signum, _frame):
+        log.warning("signal %s: stopping after the current micro-batch", signum)
+        stop_requested.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        while query.isActive and not stop_requested.is_set():
+            query.awaitTermination(1)
+    except StreamingQueryException:
+        pass  # reported below, from query.exception()
+    if query.isActive:
+        _stop_between_batches(query)
+    error = query.exception()
+    if error is not None:
+        message = str(error).splitlines()[0]
+        if "sources in the checkpoint" in message or "checkpoint" in message.lower():
+            message += (f"\nThe checkpoint {config.output.checkpoint_path} was written by a different query. "
+                        + NEW_CHECKPOINT_ADVICE)
+        log.error("the query failed: %s", message)
+        return 1, not stop_requested.is_set() and any(t in str(error) for t in TRANSIENT_FAILURES)
+    return 0, False
+
+
+def _stop_between_batches(query, timeout_s: float = 120.0) -> None:
+    """Stop once the batch in flight (if any) has committed, so a stop leaves nothing to redo."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    query.stop()
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="streaming/job/main.py", description=__doc__.splitlines()[0])
+    add_job_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = _parse_args(argv)
+    config, extra = config_from_args(args)
+    return run(config, args.available_now, extra)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

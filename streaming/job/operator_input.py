@@ -1,0 +1,94 @@
+"""What the stateful operator receives: few, narrow, flat columns, a member's heartbeats packed.
+
+Wide rows cost Spark more to move through the Python worker than anything the processor does
+(bench/tws_probe.py), so a membership event's fields, a refused record's, or a Streams heartbeat's
+task lags travel as one JSON ``payload`` (null for plain heartbeats, the bulk), built by
+:func:`narrow_input`; and a member's plain heartbeats of one Kafka partition's slice of the batch
+travel as one row (:func:`compacted_input`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+
+from schemas.events import MEMBERSHIP_FIELDS
+
+from streaming.job.parse import HEARTBEAT, MEMBERSHIP
+
+REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
+                        "raw_value", "event_time", "kafka_timestamp")
+MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
+#: What the operator receives per row (a map column alone, even all null, cost 1.5 s per 75,000
+#: rows in Spark's Arrow writer, so none travels).
+#: ``beat_times`` carries the event times of a member's heartbeats packed into one row by
+#: :func:`compact_heartbeats` (null on other rows).
+INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "payload", "beat_times")
+
+
+def narrow_input(keyed):
+    """The operator's input before compaction: :data:`INPUT_COLUMNS` but ``beat_times``."""
+    from pyspark.sql import functions as F
+
+    refused = F.col("reject_reason").isNotNull()
+    # The Kafka record's timestamp is a Spark timestamp; the tables keep epoch milliseconds.
+    source = [F.unix_millis(F.col(c)).alias(c) if c == "kafka_timestamp" else F.col(c) for c in REJECTED_FROM_INPUT]
+    payload = (F.when(refused, F.to_json(F.struct(*source)))
+               .when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS])))
+               .when(F.col("task_lags").isNotNull(), F.to_json(F.struct("task_lags"))))
+    return keyed.select("group_key", "kind", "member_id", "event_time", "reject_reason", payload.alias("payload"))
+
+
+def compacted_input(narrow):
+    """``narrow`` with each member's plain heartbeats of an input partition packed into one row.
+
+    Heartbeats are nearly all the traffic, and every row the stateful operator receives costs
+    Spark a shuffle write and read and a row-by-row walk in the Python worker's deserialiser
+    (bench/tws_probe.py, finding 6). The engine needs only each member's heartbeat times, so a
+    member's heartbeats in one Kafka partition's slice of the batch travel as one row whose
+    ``beat_times`` lists them and whose ``event_time`` is the newest (what the watermark needs).
+    Nothing is lost: the processor unpacks the times, and the engine sorts them itself. Rows with a
+    ``payload`` (membership events, refused records, Streams heartbeats with task lags) pass
+    through unchanged.
+    """
+    # A new StructType: StructType.add would change the DataFrame's own cached schema in place.
+    schema = StructType([*narrow.schema.fields, StructField("beat_times", ArrayType(LongType()), True)])
+    return narrow.mapInArrow(compact_heartbeats, schema)
+
+
+def uncompacted_input(narrow):
+    """``narrow`` with an empty ``beat_times``: the shape of :func:`compacted_input` for records
+    that have nothing to pack (the membership topic's)."""
+    from pyspark.sql import functions as F
+
+    return narrow.withColumn("beat_times", F.lit(None).cast(ArrayType(LongType())))
+
+
+def compact_heartbeats(batches):
+    """The Arrow side of :func:`compacted_input` (one input partition's record batches)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    beat_times = pa.field("beat_times", pa.list_(pa.int64()))
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        # A plain heartbeat: not refused, and no payload (a Streams heartbeat's lags travel there).
+        plain_beat = pc.and_(pc.fill_null(pc.equal(table["kind"], HEARTBEAT), False),
+                             pc.and_(pc.is_null(table["reject_reason"]), pc.is_null(table["payload"])))
+        others = table.filter(pc.invert(plain_beat))
+        packed = (table.filter(plain_beat).group_by(["group_key", "member_id"], use_threads=False)
+                  .aggregate([("event_time", "list"), ("event_time", "max")]))
+        n = packed.num_rows
+        columns = {
+            "group_key": packed["group_key"],
+            "kind": pc.fill_null(pa.nulls(n, table.schema.field("kind").type), HEARTBEAT),
+            "member_id": packed["member_id"],
+            "event_time": packed["event_time_max"],
+            "reject_reason": pa.nulls(n, table.schema.field("reject_reason").type),
+            "payload": pa.nulls(n, table.schema.field("payload").type),
+            "beat_times": packed["event_time_list"],
+        }
+        schema = table.schema.append(beat_times)
+        # Built against the input's schema: its nullability flags (group_key is never null) must match.
+        beats = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+        others = others.append_column(beat_times, pa.nulls(others.num_rows, beat_times.type))
+        yield from pa.concat_tables([others, beats]).to_batches()

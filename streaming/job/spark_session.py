@@ -1,0 +1,100 @@
+"""The one place a SparkSession is made: local mode by default, Kafka and Delta jars wired.
+
+The jars come from ``scripts/bootstrap`` as plain files and go to Spark as an explicit list, so a
+session never resolves anything over the network. Jars that PySpark already ships (Scala, Hadoop,
+Jackson, logging) are left out of the list: Spark's own copies are the ones that match it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Mapping
+
+
+from streaming.config import SparkConfig
+from streaming.errors import SparkSetupError
+from streaming.paths import conf_dir, jar_dir
+
+_VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[^-]*(?:-[^-]+)?\.jar$")
+
+# Settings every session of the project needs; conf/ and callers may add to them but these are
+# what makes the job work at all (Delta, the RocksDB store that transformWithState requires).
+REQUIRED_CONF: Mapping[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+
+DEFAULT_CONF: Mapping[str, str] = {
+    # In local mode the driver JVM runs the tasks too; the largest group's state (10,000 members,
+    # 500,000 partitions) and Delta's log replay need more than Spark's 1g.
+    "spark.driver.memory": "4g",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    # Deep regex recursion on the stream thread overflowed the default stack at query stop.
+    "spark.driver.extraJavaOptions": "-Xss64m",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    # Delta rebuilds table state with this many tasks; its default of 50 is slow on 2 cores.
+    "spark.databricks.delta.snapshotPartitions": "2",
+    # Fewer, larger Arrow batches into the stateful operator's Python worker: 10-40 % faster than
+    # the default 10,000 rows in paired runs (docs/benchmarks/tws-probe.md).
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+}
+
+
+def _artifact(jar_name: str) -> str:
+    m = _VERSIONED_JAR.match(jar_name)
+    return m.group("artifact") if m else jar_name
+
+
+def spark_jars() -> list[str]:
+    """Absolute paths of the Kafka-source and Delta jars Spark does not already ship."""
+    directory = jar_dir("spark")
+    jars = sorted(directory.glob("*.jar"))
+    if not any(j.name.startswith("delta-spark_") for j in jars):
+        raise SparkSetupError(f"the Spark Kafka/Delta jars are missing from {directory}: run scripts/bootstrap first")
+    import pyspark
+
+    shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [str(j) for j in jars if _artifact(j.name) not in shipped]
+
+
+def session_conf(config: SparkConfig | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The full Spark conf a session of this project gets (defaults < conf/ < extra < required)."""
+    config = config or SparkConfig()
+    conf = dict(DEFAULT_CONF)
+    conf.update(config.conf)
+    conf.update(extra or {})
+    java_opts = conf.get("spark.driver.extraJavaOptions", "")
+    log_conf = conf_dir() / "spark-log4j2.properties"
+    if "log4j2.configurationFile" not in java_opts and log_conf.exists():
+        conf["spark.driver.extraJavaOptions"] = f"{java_opts} -Dlog4j2.configurationFile={log_conf}".strip()
+    conf.update(REQUIRED_CONF)
+    conf["spark.jars"] = ",".join(spark_jars())
+    return conf
+
+
+def build_spark_session(config: SparkConfig | None = None, app_name: str = "rebalance-monitor",
+                        extra: Mapping[str, str] | None = None):
+    """Create (or return the process's existing) SparkSession with the project's setup."""
+    # Python workers of transformWithState must run this interpreter, whose site-packages has
+    # pyarrow and protobuf; the one first on PATH may not (stack facts, gotcha 1).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # The job talks to Kafka and its own executors on this host only, unless told otherwise.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    config = config or SparkConfig()
+    builder = SparkSession.builder.appName(app_name)
+    if not os.environ.get("SPARK_SUBMIT_OPTS") and "spark.master" not in (extra or {}):
+        builder = builder.master(config.master)
+    for key, value in session_conf(config, extra).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

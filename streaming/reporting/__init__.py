@@ -1,0 +1,1 @@
+"""Reading the tables back: SQL views over the Delta tables and the per-group HTML report."""
