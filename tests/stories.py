@@ -67,10 +67,12 @@ def static_bounce_story():
     return in_time_order(events)
 
 
-def collector_observation(t, kind, member, owned=(), state="STABLE", assignor="range", topic="t0"):
+def collector_observation(t, kind, member, owned=(), state="STABLE", assignor="range", topic="t0", instance=None):
     """A collector event: the member as DescribeGroups showed it at poll time t."""
     e = {"event_id": f"{t:08d}-{kind}-{member}", "event_time": t, "type": kind, "member_id": member,
          "source": "collector", "group_state": state, "partition_assignor": assignor, "group_protocol": "classic"}
+    if instance is not None:
+        e["group_instance_id"] = instance
     if kind != "leave":
         e.update(topics=[topic], assignor=assignor, protocol="eager", session_timeout_ms=10_000,
                  owned_partitions=[{"topic": topic, "partition": p} for p in owned])

@@ -27,7 +27,7 @@ from streaming.feeds.collector import (
 )
 from streaming.config import KafkaConfig
 from streaming.errors import CollectorError, KafkaIOError
-from streaming.feeds.kafka_io import ensure_topics, produce
+from streaming.feeds.kafka_io import EventProducer, ensure_topics
 from streaming.redaction import mask_secrets, redact
 
 log = logging.getLogger("rebalance_monitor.collector")
@@ -329,13 +329,15 @@ class PollResult:
 
 
 class CollectorRunner:
-    """One AdminClient, one core, and the poll -> produce -> commit step."""
+    """One AdminClient, one producer and one core for the collector's lifetime, and the
+    poll -> produce -> commit step."""
 
     def __init__(self, options: CollectOptions, settings: CollectorSettings | None = None,
                  clock: Callable[[], float] = time.time):
         self.options = options
         self.collector = Collector(settings or CollectorSettings.for_interval(options.interval_s))
         self.admin = admin_client(options.source)
+        self.producer = EventProducer(options.monitor_bootstrap_servers, options.monitor_options)
         self.clock = clock
         self.last_time_ms = -1
 
@@ -390,10 +392,12 @@ class CollectorRunner:
         for kind in (MEMBERSHIP, HEARTBEAT):
             records = [(e.group_id, e.value) for e in result.events if e.kind == kind]
             if records:
-                produce(self.options.monitor_bootstrap_servers, by_kind[kind], records,
-                        options=self.options.monitor_options)
+                self.producer.send_all(by_kind[kind], records)
         views, time_ms = self._pending
         self.collector.commit(views, time_ms)
+
+    def close(self) -> None:
+        self.producer.close()
 
     def step(self) -> PollResult:
         result = self.poll()
@@ -429,6 +433,13 @@ def _run(args: argparse.Namespace) -> int:
             log.warning("could not resume from %s (%s): starting from nothing, so members that left while "
                         "the collector was down get no leave", options.membership_topic,
                         redact(str(exc), options.monitor_options))
+    try:
+        return _collect(args, options, runner)
+    finally:
+        runner.close()
+
+
+def _collect(args: argparse.Namespace, options: CollectOptions, runner: CollectorRunner) -> int:
     if args.once:
         result = runner.step()
         print(result.summary(), flush=True)

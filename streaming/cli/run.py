@@ -31,7 +31,7 @@ def spark_submit_command(argv_tail: list[str]) -> list[str]:
         cmd += ["--conf", f"{key}={value}"]
     cmd += ["--conf", f"spark.pyspark.python={sys.executable}",
             "--conf", f"spark.pyspark.driver.python={sys.executable}",
-            str(project_root() / "streaming" / "job.py"), *argv_tail]
+            str(project_root() / "streaming" / "job" / "main.py"), *argv_tail]
     return cmd
 
 

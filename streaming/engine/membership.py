@@ -124,10 +124,13 @@ def _static_rejoin(batch: Batch, e: MembershipEvent, previous: Member, at: int, 
     # Keep the member's position in the subscription map: assignors' ties follow it.
     s.members = {(new_id if mid == old_id else mid): m for mid, m in s.members.items()}
     previous.member_id = new_id
-    if old_id in s.assignment:
-        s.assignment[new_id] = s.assignment.pop(old_id)
-    for by_member in (s.task_assignment, s.task_lags):
-        if old_id in by_member:
+    # Everything the group keeps per member follows the member to its new id: the computed
+    # assignment, the live group's observed one (the coordinator hands the new id the old one's
+    # partitions; no leave is ever reported for the old id) and the snapshot a pending rebalance
+    # starts from.
+    snapshot = s.pending.owned_snapshot if s.pending is not None else None
+    for by_member in (s.assignment, s.task_assignment, s.task_lags, s.observed, snapshot):
+        if by_member is not None and old_id in by_member:
             by_member[new_id] = by_member.pop(old_id)
     if s.connect_leader == old_id:
         s.connect_leader = new_id

@@ -39,34 +39,56 @@ def send(producer, topic: str, value, key=None, on_delivery=None) -> None:
             producer.poll(0.01)
 
 
+class EventProducer:
+    """One idempotent producer (acks=all) for a process's lifetime: the collector sends every
+    poll's events through it instead of opening a client per poll (a connection, a metadata
+    round trip and a producer id each time)."""
+
+    def __init__(self, bootstrap_servers: str, options: Mapping[str, str] | None = None):
+        from confluent_kafka import Producer
+
+        self.bootstrap_servers = bootstrap_servers
+        self._producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
+                                   "acks": "all", "linger.ms": 5,
+                                   # librdkafka's informational chatter (retries while a broker warms
+                                   # up) is noise here.
+                                   "log_level": 3, **(options or {})})
+
+    def send_all(self, topic: str, records: Iterable[tuple[str | None, bytes | str | dict]],
+                 timeout_s: float = 60.0) -> int:
+        """Produce (key, value) records and wait until every one is acknowledged; returns the count.
+
+        A dict value is sent as JSON. Idempotent, so a retry never duplicates a record.
+        """
+        errors: list[str] = []
+
+        def on_delivery(err, msg):
+            if err is not None:
+                errors.append(f"{msg.topic()}: {err}")
+
+        count = 0
+        for key, value in records:
+            if isinstance(value, dict):
+                value = json.dumps(value, separators=(",", ":"))
+            send(self._producer, topic, value, key, on_delivery)
+            count += 1
+            self._producer.poll(0)
+        remaining = self._producer.flush(timeout_s)
+        if remaining:
+            raise KafkaIOError(f"{remaining} records to {topic!r} were not acknowledged within {timeout_s:.0f} s")
+        if errors:
+            raise KafkaIOError(f"{len(errors)} records failed: {errors[0]}")
+        return count
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        self._producer.flush(timeout_s)
+
+
 def produce(bootstrap_servers: str, topic: str, records: Iterable[tuple[str | None, bytes | str | dict]],
             options: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> int:
-    """Produce (key, value) records and wait until every one is acknowledged; returns the count.
-
-    A dict value is sent as JSON. Idempotent and acks=all, so a retry never duplicates a record.
-    """
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
-                         "acks": "all", "linger.ms": 5,
-                         # librdkafka's informational chatter (retries while a broker warms up) is noise here.
-                         "log_level": 3, **(options or {})})
-    errors: list[str] = []
-
-    def on_delivery(err, msg):
-        if err is not None:
-            errors.append(f"{msg.topic()}: {err}")
-
-    count = 0
-    for key, value in records:
-        if isinstance(value, dict):
-            value = json.dumps(value, separators=(",", ":"))
-        send(producer, topic, value, key, on_delivery)
-        count += 1
-        producer.poll(0)
-    remaining = producer.flush(timeout_s)
-    if remaining:
-        raise KafkaIOError(f"{remaining} records to {topic!r} were not acknowledged within {timeout_s:.0f} s")
-    if errors:
-        raise KafkaIOError(f"{len(errors)} records failed: {errors[0]}")
-    return count
+    """Produce (key, value) records once, with a producer of their own (see :class:`EventProducer`)."""
+    producer = EventProducer(bootstrap_servers, options)
+    try:
+        return producer.send_all(topic, records, timeout_s)
+    finally:
+        producer.close()

@@ -143,16 +143,29 @@ class RealGroup:
     def all_partitions(self) -> frozenset[tuple[str, int]]:
         return frozenset((t, p) for t, n in self.topics.items() for p in range(n))
 
-    def join(self, n: int = 1) -> list[RealConsumer]:
+    def join(self, n: int = 1, *, static: bool = False) -> list[RealConsumer]:
+        """``n`` new consumers; ``static``: each with a group.instance.id of its own (KIP-345)."""
         new = []
         for _ in range(n):
             self._count += 1
             name = f"{self.group_id}-c{self._count}"
-            c = RealConsumer({**self.config, "client.id": name}, sorted(self.topics), name)
-            c.start()
-            new.append(c)
-        self.consumers += new
+            config = {**self.config, "client.id": name}
+            if static:
+                config["group.instance.id"] = f"{name}-instance"
+            new.append(self._start(config, name))
         return new
+
+    def _start(self, config: Mapping[str, object], name: str) -> RealConsumer:
+        c = RealConsumer(config, sorted(self.topics), name)
+        c.start()
+        self.consumers.append(c)
+        return c
+
+    def restart(self, consumer: RealConsumer) -> RealConsumer:
+        """Close ``consumer`` and start it again with the same configuration: a static member
+        (group.instance.id) sends no LeaveGroup, and comes back under a new member id."""
+        self.leave([consumer])
+        return self._start(consumer.config, f"{consumer.name}-restarted")
 
     def leave(self, consumers: Iterable[RealConsumer]) -> None:
         for c in list(consumers):

@@ -129,6 +129,47 @@ def test_a_range_group_is_observed_joining_and_losing_a_member(kafka_broker, uni
             c.close()
 
 
+def test_the_collector_keeps_one_producer_and_one_admin_client_for_its_lifetime(
+        kafka_broker, unique_name, monkeypatch):
+    """Polls every second for days: opening clients per poll cost it connections, metadata round
+    trips and producer ids, and it could not keep up with short intervals."""
+    import confluent_kafka
+
+    import streaming.cli.collect as collect_module
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = f"col-life-{unique_name}", f"col-life-{unique_name}"
+    ensure_topics(bootstrap, [topic], partitions=2)
+    options = _options(bootstrap, group, unique_name)
+    ensure_topics(bootstrap, [options.membership_topic, options.heartbeat_topic])
+    created = {"producers": 0, "admins": 0}
+    real_producer, real_admin = confluent_kafka.Producer, collect_module.admin_client
+
+    def counting_producer(*args, **kwargs):
+        created["producers"] += 1
+        return real_producer(*args, **kwargs)
+
+    def counting_admin(*args, **kwargs):
+        created["admins"] += 1
+        return real_admin(*args, **kwargs)
+
+    monkeypatch.setattr(confluent_kafka, "Producer", counting_producer)
+    monkeypatch.setattr(collect_module, "admin_client", counting_admin)
+    consumer = _consumer(bootstrap, group, topic, **{"client.id": f"life-{unique_name}"})
+    try:
+        _poll_until([consumer], lambda: len(_assignment(consumer)) == 2)
+        runner = CollectorRunner(options, CollectorSettings.for_interval(1.0))
+        results = [runner.step() for _ in range(6)]
+        runner.close()
+    finally:
+        consumer.close()
+    assert all(r.ok for r in results), [r.error for r in results]
+    # Every poll produced (a heartbeat at least), all through the one producer.
+    assert all(any(e.kind == HEARTBEAT for e in r.events) for r in results)
+    assert created == {"producers": 1, "admins": 1}
+    assert len(_read(bootstrap, options.heartbeat_topic, expected=6)) >= 6
+
+
 def test_a_kip848_group_is_observed_with_its_type_and_the_cli_runs_once(kafka_broker, unique_name):
     bootstrap = kafka_broker.bootstrap_servers
     topic, group = f"col-kip848-{unique_name}", f"col-consumer-{unique_name}"

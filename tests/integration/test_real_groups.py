@@ -69,6 +69,45 @@ def _checks(spark, config, group_id: str) -> list[dict]:
                   key=lambda r: (r["event_time"], r["generation"]))
 
 
+def test_a_static_member_restarting_leaves_the_checks_agreeing_and_no_alert_open(
+        kafka_broker, spark, tmp_path, unique_name):
+    """KIP-345: a static member restarts (a new member id, the same group.instance.id) and the
+    coordinator gives it its partitions back without a rebalance. The job's comparison with the
+    live group follows the member to its new id: every check agrees, no disagreement alert."""
+    bootstrap = kafka_broker.bootstrap_servers
+    config = make_config(kafka_broker, tmp_path, unique_name)
+    topics = _topics(bootstrap, unique_name)
+    group_id = f"rg-static-{unique_name}"
+    group = RealGroup(bootstrap, group_id, topics, strategy="range")
+    collector = CollectorThread(collect_options(config, bootstrap, group_id))
+    collector.start()
+    try:
+        first, second = group.join(2, static=True)
+        before = group.settle()
+        collector.polls_after(3)
+        old_id = second.member_id
+        restarted = group.restart(second)  # not the leader (the first member joined first)
+        after = group.settle()
+        collector.polls_after(POLLS_PAST)
+    finally:
+        collector.stop()
+        group.close()
+    run_available_now(spark, config)
+
+    assert restarted.member_id != old_id
+    # The coordinator kept the assignment: the same partitions, now under the new member id.
+    assert after.assignment[restarted.member_id] == before.assignment[old_id]
+    events = [e for e in read(spark, config, tables.MEMBER_EVENTS) if e["group_id"] == group_id]
+    assert [(e["member_id"], e["previous_member_id"]) for e in events if e["event"] == "static_rejoin"] == [
+        (restarted.member_id, old_id)]
+    checks = _checks(spark, config, group_id)
+    assert checks and all(c["agrees"] for c in checks), checks
+    assert checks[-1]["event_time"] >= max(e["event_time"] for e in events if e["event"] == "static_rejoin")
+    alerts = [a for a in read(spark, config, tables.ALERTS)
+              if a["group_id"] == group_id and a["rule"] == "assignment_disagreement"]
+    assert alerts == []
+
+
 @pytest.mark.parametrize("strategy", ["range", "roundrobin"])
 def test_eager_groups_every_generation_computed_equals_the_actual_one(
         kafka_broker, spark, tmp_path, unique_name, strategy):

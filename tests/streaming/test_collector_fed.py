@@ -100,3 +100,24 @@ def test_collector_updates_that_change_nothing_the_assignor_sees_leave_no_member
     outputs, _ = run_batches([in_time_order(story)])
     assert [(r["member_id"], r["event"]) for r in rows(outputs, "member_events") if r["member_id"]] == [
         ("a", "joined"), ("b", "joined")]
+
+
+def test_a_static_member_restarting_under_a_new_member_id_keeps_the_checks_agreeing():
+    """KIP-345: a restarts as a2 with the same group.instance.id; the coordinator hands a2 a's
+    partitions without a rebalance, and the collector reports a2's join (no leave of a: it was
+    replaced, not removed). The observed assignment must follow the member to its new id."""
+    events = [workload(0), observed(1_000, "join", "a", range(6), instance="i-a")]
+    events += heartbeats(["a"], 1_000, 5_000, every=500)
+    events += [observed(5_000, "join", "b", (), state="PREPARING_REBALANCE", instance="i-b"),
+               observed(5_500, "update", "a", (0, 1, 2), instance="i-a"),
+               observed(5_500, "update", "b", (3, 4, 5), instance="i-b")]
+    events += heartbeats(["a", "b"], 5_000, 20_000, every=500)
+    events += [observed(20_000, "join", "a2", (0, 1, 2), instance="i-a")]
+    events += heartbeats(["a2", "b"], 20_000, 40_000, every=500)
+    outputs, state = run_batches([in_time_order(events)])
+    assert [r["event"] for r in rows(outputs, "member_events") if r["member_id"] == "a2"] == ["static_rejoin"]
+    assert max(generations(outputs)) == 2  # no rebalance for a static rejoin
+    checks = rows(outputs, "assignment_checks")
+    assert checks[-1]["agrees"] is True and checks[-1]["unmatched_members"] == []
+    assert sorted(state.observed) == ["a2", "b"]
+    assert [a for a in rows(outputs, "alerts") if a["rule"] == "assignment_disagreement"] == []
