@@ -183,8 +183,9 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("membership_accepted", "long", "Membership events accepted (applied in event-time order, "
               "now or in a later batch).", required=True),
         Field("heartbeats_accepted", "long", "Heartbeats accepted.", required=True),
-        Field("late", "long", "Membership events that arrived after their group had moved past their "
-              "time (applied, and flagged in member_events).", required=True),
+        Field("late", "long", "Accepted records that arrived after their group had moved past their time: "
+              "membership events (applied at the group's time, and flagged in member_events) and heartbeats "
+              "(applied; they change nothing).", required=True),
         Field("rejected", "long", "Records refused, each in rejected_events with the reason.", required=True),
         Field("unknown_member_heartbeats", "long", "Heartbeats of members the group does not know.", required=True),
         Field("groups", "long", "Groups with events in the batch.", required=True),

@@ -6,6 +6,8 @@ otherwise silently falls back to a default.
 
 from __future__ import annotations
 
+import json
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -19,6 +21,8 @@ from streaming.paths import conf_dir
 from streaming.redaction import mask_secrets
 
 DEFAULT_CONFIG_FILE = "rebalance-monitor.toml"
+#: What Spark's processing-time trigger reads: a number and a unit ("2 seconds", "500 milliseconds").
+_DURATION = re.compile(r"^\s*\d+\s+(milliseconds?|seconds?|minutes?|hours?|days?)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,16 @@ class KafkaConfig:
     max_offsets_per_trigger: int = 500_000
     max_record_bytes: int = 1_048_576
     options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.starting_offsets not in ("earliest", "latest"):
+            try:
+                offsets = json.loads(self.starting_offsets)
+            except ValueError:
+                offsets = None
+            if not isinstance(offsets, dict):
+                raise ConfigError(f"kafka.starting_offsets: {self.starting_offsets!r} is not 'earliest', 'latest' "
+                                  "or Spark's JSON offsets (e.g. '{\"rebalance.heartbeats\": {\"0\": 42}}')")
 
     def source_options(self, topic: str) -> dict[str, str]:
         """Options for Spark's Kafka source reading ``topic``, with pass-through settings prefixed ``kafka.``.
@@ -104,6 +118,9 @@ class JobConfig:
     def __post_init__(self) -> None:
         if self.state_buckets < 1:
             raise ConfigError(f"job.state_buckets: must be at least 1, got {self.state_buckets}")
+        if not isinstance(self.trigger_interval, str) or not _DURATION.match(self.trigger_interval):
+            raise ConfigError(f"job.trigger_interval: {self.trigger_interval!r} is not a duration; write it as "
+                              "Spark does, e.g. '2 seconds', '500 milliseconds' or '0 seconds' (as fast as it can)")
 
     def engine_settings(self, alert_rules: AlertRules) -> EngineSettings:
         """The engine's settings: these timings and ``alert_rules`` (the engine has no defaults)."""
@@ -211,7 +228,10 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
                 values[key] = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in item.items()}
             else:
                 values[key] = _check_type(path, item, known[key].type)
-        sections[name] = cls(**values)
+        try:
+            sections[name] = cls(**values)
+        except ConfigError as exc:  # a check across keys, or of a value's form: name the file too
+            raise ConfigError(f"{source}: {exc}") from None
     return Config(**sections)
 
 

@@ -98,3 +98,26 @@ def test_a_bad_alert_rule_is_a_config_error_of_its_own_type():
 
     with pytest.raises(AlertConfigError, match="alerts.imbalance.max_minus_min"):
         parse_config({"alerts": {"imbalance": {"max_minus_min": "two"}}})
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"job": {"trigger_interval": "soon"}},
+     "conf/x.toml: job.trigger_interval: 'soon' is not a duration; write it as Spark does, e.g. '2 seconds'"),
+    ({"kafka": {"starting_offsets": "beginning"}},
+     "conf/x.toml: kafka.starting_offsets: 'beginning' is not 'earliest', 'latest' or Spark's JSON offsets"),
+    ({"alerts": {"webhook": {"url": "localhost:5001/alerts"}}},
+     "alerts.webhook.url: expected an http:// or https:// URL with a host, got 'localhost:5001/...' "
+     "(no scheme: write http://localhost:5001/...)"),
+])
+def test_a_value_of_the_wrong_form_is_refused_at_load_with_the_value_as_written(data, message):
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, "conf/x.toml")
+    assert message in str(info.value)
+
+
+def test_a_webhook_url_is_never_echoed_with_its_path_or_credentials():
+    with pytest.raises(ConfigError) as info:
+        parse_config({"alerts": {"webhook": {"url": "htps://bot:pw@hooks.example.com/services/T0/B0/s3cr3t"}}})
+    shown = str(info.value)
+    assert "'htps://hooks.example.com/...'" in shown
+    assert "s3cr3t" not in shown and "pw" not in shown

@@ -12,7 +12,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "kafka", help="start, stop or inspect the embedded single-node Kafka broker (KRaft)",
         description="A real Apache Kafka broker from the project's Maven jars, no Docker.",
     )
-    parser.add_argument("action", choices=("start", "stop", "status"))
+    parser.add_argument("action", choices=("start", "stop", "status"),
+                        help="start it (prints its bootstrap address), stop it, or say whether it runs")
     parser.add_argument("--port", type=int, default=broker.DEFAULT_PORT,
                         help=f"client port (default {broker.DEFAULT_PORT}; the controller gets a free port)")
     parser.add_argument("--dir", dest="directory", default=None,

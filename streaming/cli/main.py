@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
+from importlib.metadata import PackageNotFoundError, version
 
 from assignors.errors import RebalanceMonitorError
 
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rebalance-monitor",
         description="Per-generation history of Kafka group rebalances, computed with Kafka's assignors.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         try:
@@ -39,7 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(subparsers)
+    for command in subparsers.choices.values():
+        command.add_argument("--verbose", action="store_true",
+                             help="on an expected failure, show the stack trace as well as the one-line error")
     return parser
+
+
+def _version() -> str:
+    try:
+        return version("rebalance-monitor")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except RebalanceMonitorError as exc:
+        if getattr(args, "verbose", False):
+            traceback.print_exc()
         print(f"rebalance-monitor {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -76,6 +76,9 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
     batch.stats.membership_accepted = len(fresh)
     hb_ids = np.asarray(heartbeat_member_ids, dtype=object)
     hb_times = np.asarray(heartbeat_times, dtype=np.int64)
+    # Heartbeats older than what the group has applied: applied all the same (they can only tell
+    # that a member was alive at a time already decided), and counted as late.
+    batch.stats.late += int(np.count_nonzero(hb_times <= s.frontier))
 
     # Heartbeats set the group's time. Membership events do not: the job reads the membership
     # topic in full every batch, so it may hold events far ahead of the heartbeats; they wait here

@@ -14,11 +14,16 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML file (default conf/rebalance-monitor.toml)")
     parser.add_argument("--available-now", action="store_true",
                         help="process what is in the topics now, then exit (replays, backfills, tests)")
-    parser.add_argument("--bootstrap-servers")
-    parser.add_argument("--membership-topic")
-    parser.add_argument("--heartbeat-topic")
-    parser.add_argument("--output", help="root directory (or URI) of the Delta tables")
-    parser.add_argument("--checkpoint", help="checkpoint directory (or URI) of the query")
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
+                        help="the Kafka cluster with the input topics (default: the config's kafka.bootstrap_servers)")
+    parser.add_argument("--membership-topic", metavar="TOPIC",
+                        help="topic of membership events (default: the config's, rebalance.membership)")
+    parser.add_argument("--heartbeat-topic", metavar="TOPIC",
+                        help="topic of heartbeats (default: the config's, rebalance.heartbeats)")
+    parser.add_argument("--output", metavar="PATH",
+                        help="root directory (or URI) of the Delta tables (default: the config's, ./data)")
+    parser.add_argument("--checkpoint", metavar="PATH",
+                        help="checkpoint directory (or URI) of the query (default: the config's, checkpoints/job)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting; repeatable")
 

@@ -55,7 +55,7 @@ def build_history(spark, config: Config):
     """Parsed records -> per-group stateful processor -> rows for the tables (table, group, payload)."""
     from pyspark.sql import functions as F
 
-    from streaming.job.operator_input import compacted_input, narrow_input, uncompacted_input
+    from streaming.job.operator_input import CLOCK, compacted_input, narrow_input, uncompacted_input
     from streaming.job.processor import OUTPUT_SCHEMA, GroupProcessor
 
     # Records that name no group still pass through (to rejected_events) under the "" key.
@@ -65,15 +65,13 @@ def build_history(spark, config: Config):
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).
     compacted = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
+    # Spark drops rows behind the watermark before they reach the processor. Only the clock rows
+    # (one per slice of heartbeats: its newest event time) have the event-time column, so the
+    # watermark trails the stream's newest heartbeat by idle_group_grace_ms as before, and no record
+    # is ever dropped: a heartbeat behind it reaches the engine, which applies it (a group is moved on
+    # by the watermark, so such a heartbeat changes nothing) and counts it.
     watermarked = (compacted
-                   # Spark drops rows older than the watermark before they reach the processor. Only
-                   # heartbeats carry the event-time column (a packed row: its newest heartbeat), so only
-                   # they can be dropped, and only when they are idle_group_grace_ms behind the stream's
-                   # newest heartbeat: by then their group has been moved on and they could change
-                   # nothing. Membership events and refused records always reach the processor, which
-                   # applies or records them.
-                   .withColumn("event_ts", F.when((F.col("kind") == "heartbeat") & F.col("reject_reason").isNull(),
-                                                  F.timestamp_millis(F.col("event_time"))))
+                   .withColumn("event_ts", F.when(F.col("kind") == CLOCK, F.timestamp_millis(F.col("event_time"))))
                    .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
     # Keyed by state bucket, not by group: Spark's per-key cost dominates otherwise (see processor.py).
     # A bucket's key is chosen so that the shuffle gives each task as many buckets (bucket_keys.py).

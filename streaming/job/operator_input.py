@@ -15,6 +15,10 @@ from schemas.events import MEMBERSHIP_FIELDS
 
 from streaming.job.parse import HEARTBEAT, MEMBERSHIP
 
+#: The kind of a row that carries only time: the newest heartbeat of a slice of the input, the one
+#: row with an event-time column (see :func:`compact_heartbeats`). It stands for no record.
+CLOCK = "clock"
+
 REJECTED_FROM_INPUT = ("group_id", "event_id", "source_topic", "source_partition", "source_offset", "record_key",
                         "raw_value", "event_time", "kafka_timestamp")
 MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
@@ -64,16 +68,24 @@ def uncompacted_input(narrow):
 
 
 def compact_heartbeats(batches):
-    """The Arrow side of :func:`compacted_input` (one input partition's record batches)."""
+    """The Arrow side of :func:`compacted_input` (one input partition's record batches).
+
+    Each Arrow batch also gets one :data:`CLOCK` row: event time = its newest valid heartbeat, under
+    the group key "" (no group). It is the only row the job gives an event-time column, so the
+    watermark advances exactly as if every heartbeat had one, while no record can ever fall behind
+    it: Spark drops rows behind the watermark before they reach the processor, and a clock row is
+    the only thing it may drop (a heartbeat far behind the stream's time is applied instead, and
+    counted; it changes nothing).
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     beat_times = pa.field("beat_times", pa.list_(pa.int64()))
     for batch in batches:
         table = pa.Table.from_batches([batch])
+        is_beat = pc.and_(pc.fill_null(pc.equal(table["kind"], HEARTBEAT), False), pc.is_null(table["reject_reason"]))
         # A plain heartbeat: not refused, and no payload (a Streams heartbeat's lags travel there).
-        plain_beat = pc.and_(pc.fill_null(pc.equal(table["kind"], HEARTBEAT), False),
-                             pc.and_(pc.is_null(table["reject_reason"]), pc.is_null(table["payload"])))
+        plain_beat = pc.and_(is_beat, pc.is_null(table["payload"]))
         others = table.filter(pc.invert(plain_beat))
         packed = (table.filter(plain_beat).group_by(["group_key", "member_id"], use_threads=False)
                   .aggregate([("event_time", "list"), ("event_time", "max")]))
@@ -91,4 +103,15 @@ def compact_heartbeats(batches):
         # Built against the input's schema: its nullability flags (group_key is never null) must match.
         beats = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
         others = others.append_column(beat_times, pa.nulls(others.num_rows, beat_times.type))
-        yield from pa.concat_tables([others, beats]).to_batches()
+        parts = [others, beats]
+        newest = pc.max(table["event_time"].filter(is_beat)).as_py()
+        if newest is not None:
+            clock = {"group_key": pa.array([""], table.schema.field("group_key").type),
+                     "kind": pa.array([CLOCK], table.schema.field("kind").type),
+                     "member_id": pa.nulls(1, table.schema.field("member_id").type),
+                     "event_time": pa.array([newest], table.schema.field("event_time").type),
+                     "reject_reason": pa.nulls(1, table.schema.field("reject_reason").type),
+                     "payload": pa.nulls(1, table.schema.field("payload").type),
+                     "beat_times": pa.array([[]], beat_times.type)}
+            parts.append(pa.Table.from_arrays([clock[f.name] for f in schema], schema=schema))
+        yield from pa.concat_tables(parts).to_batches()

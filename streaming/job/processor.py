@@ -32,6 +32,7 @@ from schemas.rows import RejectedEventRow, TableRow
 
 from streaming.engine import EngineSettings, LagReport, MembershipEvent, advance, next_deadline
 from streaming.errors import InvalidEventError
+from streaming.job.operator_input import CLOCK
 from streaming.job.parse import HEARTBEAT, MEMBERSHIP
 from streaming.job.state_bucket import StateBucket
 
@@ -208,6 +209,7 @@ class BucketRows:
                                   count=len(self.beat_times))
         self.records = np.ones(len(batch), dtype=np.int64)
         self.records[self.packed] = [len(t) for t in self.beat_times[self.packed]]
+        self.records[self.kinds == CLOCK] = 0  # a clock row carries time, no record (operator_input)
 
     def refused_row(self, i: int, reason: str, membership_payload: bool = False) -> RejectedEventRow:
         """Row ``i`` as a rejected_events row. A refused record's payload holds its source columns

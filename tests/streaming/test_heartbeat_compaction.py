@@ -40,7 +40,7 @@ def _compacted(rows, split=None):
 
 def test_a_members_heartbeats_become_one_row_with_their_times_and_the_newest_as_event_time():
     out = _compacted(INPUT)
-    packed = {(r["group_key"], r["member_id"]): r for r in out if r["beat_times"] is not None}
+    packed = {(r["group_key"], r["member_id"]): r for r in out if r["beat_times"] is not None and r["kind"] != "clock"}
 
     assert sorted(packed) == [("g1", "a"), ("g1", "b"), ("g2", "a")]
     assert sorted(packed["g1", "a"]["beat_times"]) == [1_000, 2_000, 3_000]
@@ -68,3 +68,14 @@ def test_every_heartbeat_record_is_counted_once_after_unpacking_whatever_the_arr
                       if r["kind"] == "heartbeat" and r["reject_reason"] is None)
         assert got == want, split
         assert columns.lag_reports(beats) == [("s1", 2_500, {"0_1": 40})]
+
+
+def test_each_slice_gets_one_clock_row_at_its_newest_heartbeat_and_it_stands_for_no_record():
+    """Only the clock rows carry the job's event-time column: the watermark follows the newest
+    heartbeat, and no record can fall behind it (Spark would drop it before the processor)."""
+    for split, newest in ((None, [3_000]), (2, [3_000, 2_500]), (6, [3_000, 2_500])):
+        out = _compacted(INPUT, split)
+        clocks = [r for r in out if r["kind"] == "clock"]
+        assert [r["event_time"] for r in clocks] == newest, split
+        assert all(r["group_key"] == "" and r["member_id"] is None and list(r["beat_times"]) == [] for r in clocks)
+        assert BucketRows(pd.DataFrame(out)).records.sum() == len(INPUT)

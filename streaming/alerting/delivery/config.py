@@ -139,13 +139,15 @@ def _validate(config: WebhookConfig) -> None:
 
 
 def _url_for_error(url: Any) -> str:
-    # Enough to spot the mistake without echoing a token that may be in the path.
+    """The URL as written up to its path: enough to spot the mistake, without echoing a token that
+    may be in the path or the credentials (Slack-style webhook URLs carry one there)."""
     if not isinstance(url, str):
         return repr(url)
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    host = f"{parts.hostname or ''}{f':{port}' if port else ''}"
-    return repr(f"{parts.scheme}://{host}/..." if parts.path or parts.query or parts.username else url)
+    scheme, sep, rest = url.partition("://")
+    if not sep:  # no scheme at all: the start of what was written is the mistake
+        scheme, rest = "", url
+    host = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]  # never the user:password@
+    hidden = len(host) < len(rest) or "@" in rest.split("/", 1)[0]
+    shown = f"{scheme}{sep}{host}{'/...' if hidden else ''}"
+    hint = f" (no scheme: write http://{shown})" if not sep and host else ""
+    return repr(shown) + hint
