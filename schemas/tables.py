@@ -189,5 +189,8 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("rejected", "long", "Records refused, each in rejected_events with the reason.", required=True),
         Field("unknown_member_heartbeats", "long", "Heartbeats of members the group does not know.", required=True),
         Field("groups", "long", "Groups with events in the batch.", required=True),
+        Field("max_event_time", "long", "Newest event time among the batch's accepted records (null: none)."),
+        Field("event_time_lag_ms", "long", "How far that newest event time was behind the driver's clock when the "
+              "batch was written: the job's lag in event time (a measurement; negative for events dated ahead)."),
     ),
 }

@@ -71,7 +71,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _port_in_use(port: int) -> bool:
+def port_in_use(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port`` (a broker started elsewhere)."""
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
@@ -221,7 +222,7 @@ def start(port: int = DEFAULT_PORT, directory: str | os.PathLike | None = None,
     if ports.get("port") != port:
         ports = {"port": port, "controller_port": _free_port()}
         (d / "ports.json").write_text(json.dumps(ports))
-    if _port_in_use(port):
+    if port_in_use(port):
         raise BrokerError(f"port {port} is already taken by another process: choose another with --port")
     config = _write_config(d, port, ports["controller_port"])
     _format_storage(d, config)

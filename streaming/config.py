@@ -37,6 +37,13 @@ class KafkaConfig:
     # Live traffic is far below it, so it does not change the latency of a running job.
     max_offsets_per_trigger: int = 500_000
     max_record_bytes: int = 1_048_576
+    #: How long the job waits for the cluster to answer at start before it gives up, naming it.
+    connect_timeout_s: int = 15
+    #: Create the input topics at start when they are missing (else: fail at once, naming them).
+    create_topics: bool = True
+    topic_partitions: int = 3
+    #: 0 = the broker's default.replication.factor.
+    topic_replication_factor: int = 0
     options: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -73,6 +80,14 @@ class KafkaConfig:
             opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         for key, value in self.options.items():
             opts[key if key.startswith("kafka.") else f"kafka.{key}"] = str(value)
+        return opts
+
+    def admin_options(self) -> dict[str, str]:
+        """Settings for a Kafka AdminClient that talks to the cluster as the Kafka source does."""
+        timeout_ms = str(self.connect_timeout_s * 1000)
+        opts = {"bootstrap.servers": self.bootstrap_servers, "request.timeout.ms": timeout_ms,
+                "default.api.timeout.ms": timeout_ms}
+        opts.update({key.removeprefix("kafka."): str(value) for key, value in self.options.items()})
         return opts
 
     def redacted_options(self) -> dict[str, str]:
@@ -159,6 +174,18 @@ def _parse_alerts(data: Any, source: str) -> AlertsConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """``[metrics]``: the Prometheus endpoint on the driver (docs/metrics.md)."""
+    #: 0 = no endpoint.
+    port: int = 9108
+    host: str = "127.0.0.1"
+    #: Group id patterns (fnmatch) whose per-group series are exported ...
+    groups: tuple[str, ...] = ("*",)
+    #: ... and at most this many groups (the most recently rebalanced), to bound the series.
+    max_groups: int = 1000
+
+
+@dataclass(frozen=True)
 class SparkConfig:
     master: str = "local[2]"
     conf: Mapping[str, str] = field(default_factory=dict)
@@ -171,6 +198,7 @@ class Config:
     job: JobConfig = field(default_factory=JobConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
     def engine_settings(self) -> EngineSettings:
         """What the per-group engine needs: the [job] timings and the alert rules."""
@@ -188,13 +216,21 @@ class Config:
         return replace(self, kafka=kafka, output=out)
 
 
-_SECTIONS = {"kafka": KafkaConfig, "output": OutputConfig, "job": JobConfig, "spark": SparkConfig}
+_SECTIONS = {"kafka": KafkaConfig, "output": OutputConfig, "job": JobConfig, "spark": SparkConfig,
+             "metrics": MetricsConfig}
 _FREE_FORM = {("kafka", "options"), ("spark", "conf")}
 
 
 def _check_type(path: str, value: Any, expected: Any) -> Any:
-    kind = {"int": int, "str": str}.get(expected) if isinstance(expected, str) else expected
-    if kind is int:
+    if expected == "tuple[str, ...]":
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ConfigError(f"{path}: expected a list of non-empty strings, got {value!r}")
+        return tuple(value)
+    kind = {"int": int, "str": str, "bool": bool}.get(expected) if isinstance(expected, str) else expected
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: expected true or false, got {value!r}")
+    elif kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{path}: expected an integer, got {value!r}")
         if value < 0:

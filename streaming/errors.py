@@ -64,6 +64,18 @@ class BrokerError(MonitorError):
     """The embedded broker could not be started, reached or stopped."""
 
 
+class BrokerUnreachableError(MonitorError):
+    """No broker of the configured Kafka cluster answered in time."""
+
+
+class InputTopicsError(MonitorError):
+    """The job's input topics do not exist and may not, or could not, be created."""
+
+
+class CheckpointInUseError(MonitorError):
+    """Another job runs on the same checkpoint."""
+
+
 class KafkaIOError(MonitorError):
     """A topic could not be created or events could not be delivered."""
 

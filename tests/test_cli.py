@@ -27,3 +27,14 @@ def test_every_flag_of_every_command_has_help_text():
             if isinstance(action, argparse._HelpAction):
                 continue
             assert action.help, f"{name} {'/'.join(action.option_strings) or action.dest} has no help text"
+
+
+def test_simulate_and_collect_against_a_closed_port_fail_in_seconds_with_one_line():
+    for command in (["simulate", "--bootstrap-servers", "127.0.0.1:1", "--connect-timeout", "1", "--duration", "5"],
+                    ["collect", "--bootstrap-servers", "127.0.0.1:1", "--once", "--timeout", "1"]):
+        done = subprocess.run([sys.executable, "-m", "streaming.cli.main", *command], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"rebalance-monitor {command[0]}: error: no Kafka broker answered at 127.0.0.1:1 within 1 s "
+            "(127.0.0.1:1: Connection refused): check --bootstrap-servers and that the cluster is up"], done.stderr

@@ -72,7 +72,8 @@ def test_the_shipped_file_states_every_default_of_the_code_and_no_other_value():
             if f.name in ("options", "conf"):
                 continue
             assert f.name in stated, f"[{section}] {f.name} is not in the shipped file"
-            assert stated[f.name] == getattr(getattr(defaults, section), f.name), f"[{section}] {f.name}"
+            value = tuple(stated[f.name]) if isinstance(stated[f.name], list) else stated[f.name]
+            assert value == getattr(getattr(defaults, section), f.name), f"[{section}] {f.name}"
     for key, value in data["spark"]["conf"].items():
         assert DEFAULT_CONF.get(key) == value, f"[spark.conf] {key} = {value!r}, the code's default is " \
                                                f"{DEFAULT_CONF.get(key)!r}"

@@ -27,7 +27,7 @@ from streaming.feeds.collector import (
 )
 from streaming.config import KafkaConfig
 from streaming.errors import CollectorError, KafkaIOError
-from streaming.feeds.kafka_io import EventProducer, ensure_topics
+from streaming.feeds.kafka_io import EventProducer, ensure_topics, wait_for_broker
 from streaming.redaction import mask_secrets, redact
 
 log = logging.getLogger("rebalance_monitor.collector")
@@ -416,6 +416,11 @@ def _run(args: argparse.Namespace) -> int:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     options = options_from(args)
+    # Either cluster not answering is one line in seconds, not minutes of client retries.
+    wait_for_broker(options.source["bootstrap.servers"], options.timeout_s)
+    if options.monitor_bootstrap_servers != options.source["bootstrap.servers"]:
+        wait_for_broker(options.monitor_bootstrap_servers, options.timeout_s,
+                        setting="--monitor-bootstrap-servers")
     log.info("collecting from %s every %g s (client config %s) into %s: %s, %s", options.source["bootstrap.servers"],
              options.interval_s, mask_secrets(options.source), options.monitor_bootstrap_servers,
              options.membership_topic, options.heartbeat_topic)

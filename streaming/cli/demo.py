@@ -47,6 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the config's)")
     parser.add_argument("--groups", type=int, default=8, help="simulated groups (a quarter Streams, a quarter Connect)")
     parser.add_argument("--minutes", type=float, default=3.0, help="simulated minutes of traffic")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep what earlier demos left (topics, checkpoint, tables) instead of starting clean")
     parser.set_defaults(handler=_run)
 
 
@@ -55,10 +57,12 @@ def _run(args: argparse.Namespace) -> int:
                                           output=args.output, checkpoint=args.checkpoint)
     kafka = config.kafka
     started = None
-    if not broker.status(args.port).running:
+    if not broker.status(args.port).running and not broker.port_in_use(args.port):
         print(f"starting the embedded Kafka broker on port {args.port} ...", flush=True)
         started = broker.start(args.port)
     try:
+        if not args.keep:
+            _start_clean(config)
         from streaming.cli.main import main as cli
 
         duration_s = args.minutes * 60
@@ -75,8 +79,9 @@ def _run(args: argparse.Namespace) -> int:
         if rc != 0:
             return rc
 
-        from streaming.job.main import run
+        from streaming.job.main import configure_logging, run
 
+        configure_logging()
         print("running the job until everything in the topics is in Delta ...", flush=True)
         if run(config, available_now=True) != 0:
             return 1
@@ -86,6 +91,33 @@ def _run(args: argparse.Namespace) -> int:
         if started is not None:
             broker.stop(args.port)
             print("stopped the embedded broker", flush=True)
+
+
+def _start_clean(config) -> None:
+    """Remove what an earlier demo left: its topics on the embedded broker, the checkpoint and the
+    tables. Otherwise a second demo read the first one's events again (one group showed as both a
+    Streams and a consumer group, generations went on from 10 to 20)."""
+    import shutil
+    from pathlib import Path
+
+    from schemas.tables import TABLES
+    from streaming.feeds.kafka_io import delete_topics
+
+    kafka = config.kafka
+    deleted = delete_topics(kafka.bootstrap_servers, [kafka.membership_topic, kafka.heartbeat_topic])
+    root = Path(config.output.table_path("x")).parent
+    tables = [t for t in TABLES if (root / t).exists()]
+    for table in tables:
+        shutil.rmtree(root / table)
+    checkpoint = Path(config.output.checkpoint_path)
+    for path in (checkpoint, checkpoint.parent / f"{checkpoint.name}.lock",
+                 checkpoint.parent / f"{checkpoint.name}-alert-outbox"):
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    print(f"starting clean: removed {len(deleted)} topic(s), {len(tables)} table(s) under {root} and the "
+          f"checkpoint {checkpoint} (--keep keeps them; make clean-state removes them too)", flush=True)
 
 
 def _print_summary(config) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import shlex
 from pathlib import Path
 import sys
 
+from streaming.config import DEFAULT_CONFIG_FILE
 from streaming.job.args import add_job_arguments, config_from_args
+from streaming.paths import conf_dir, project_root
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,40 +23,58 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_run)
 
 
-def spark_submit_command(argv_tail: list[str]) -> list[str]:
-    from streaming.paths import project_root
-    from streaming.job.spark_session import REQUIRED_CONF, spark_jars
+def spark_submit_command(config, extra: dict[str, str], argv_tail: list[str]) -> list[str]:
+    """The spark-submit command line of this job with ``config``: runnable as printed from any shell
+    and any directory (absolute paths; SPARK_HOME and the Python interpreters set), with the same
+    Spark settings and quiet log as ``run``.
 
-    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--jars", ",".join(spark_jars())]
-    for key, value in REQUIRED_CONF.items():
+    Settings the driver JVM reads at its start go to spark-submit's own flags: under spark-submit
+    that JVM is already running when the job's Python code builds its session.
+    """
+    import pyspark
+
+    from streaming.job.spark_session import session_conf
+
+    conf = session_conf(config.spark, extra)
+    python = sys.executable
+    master = conf.pop("spark.master", config.spark.master)
+    cmd = ["env", f"SPARK_HOME={Path(pyspark.__file__).parent}", f"PYSPARK_PYTHON={python}",
+           f"PYSPARK_DRIVER_PYTHON={python}"]
+    if master.startswith("local"):  # as run does: this host only (on a cluster the executors must reach it)
+        cmd.append("SPARK_LOCAL_IP=127.0.0.1")
+    cmd += [str(Path(python).parent / "spark-submit"), "--master", master, "--jars", conf.pop("spark.jars")]
+    if "spark.driver.memory" in conf:
+        cmd += ["--driver-memory", conf.pop("spark.driver.memory")]
+    if "spark.driver.extraJavaOptions" in conf:
+        cmd += ["--driver-java-options", conf.pop("spark.driver.extraJavaOptions")]
+    for key, value in conf.items():
         cmd += ["--conf", f"{key}={value}"]
-    cmd += ["--conf", f"spark.pyspark.python={sys.executable}",
-            "--conf", f"spark.pyspark.driver.python={sys.executable}",
+    cmd += ["--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={python}",
             str(project_root() / "streaming" / "job" / "main.py"), *argv_tail]
     return cmd
 
 
-def _job_argv(args: argparse.Namespace) -> list[str]:
-    """The job's own flags, as given, for the spark-submit line."""
-    argv = []
-    for flag in ("config", "bootstrap_servers", "membership_topic", "heartbeat_topic", "output", "checkpoint"):
+def _job_argv(args: argparse.Namespace, config) -> list[str]:
+    """The job's own flags for the spark-submit line: the config file and the paths absolute, so the
+    line does the same from any directory; Spark settings are spark-submit's already."""
+    argv = ["--config", str(Path(args.config).resolve()) if args.config else str(conf_dir() / DEFAULT_CONFIG_FILE)]
+    for flag in ("bootstrap_servers", "membership_topic", "heartbeat_topic"):
         value = getattr(args, flag)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", value]
+    argv += ["--output", config.output.table_path("").rstrip("/"), "--checkpoint", config.output.checkpoint_path]
     if args.available_now:
         argv.append("--available-now")
-    for item in args.conf:
-        argv += ["--conf", item]
     return argv
 
 
 def _run(args: argparse.Namespace) -> int:
     config, extra = config_from_args(args)  # validates the config even when only printing
     if args.print_spark_submit:
-        tail = _job_argv(args)
-        print(shlex.join(spark_submit_command(tail)))
+        print(shlex.join(spark_submit_command(config, extra, _job_argv(args, config))))
         return 0
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from streaming.job.main import run
+    from streaming.job.main import configure_logging, run
+
+    configure_logging()
 
     return run(config, args.available_now, extra)

@@ -14,7 +14,7 @@ import time
 
 from streaming.config import KafkaConfig
 from streaming.errors import KafkaIOError
-from streaming.feeds.kafka_io import ensure_topics, send
+from streaming.feeds.kafka_io import ensure_topics, send, wait_for_broker
 from streaming.feeds.simulator import HEARTBEAT, MEMBERSHIP, Simulation, SimulationConfig, SimulationError
 
 _DEFAULTS = SimulationConfig()
@@ -34,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add = parser.add_argument
     add("--bootstrap-servers", default=_KAFKA_DEFAULTS.bootstrap_servers,
         help=f"Kafka bootstrap servers (default {_KAFKA_DEFAULTS.bootstrap_servers})")
+    add("--connect-timeout", type=float, default=float(_KAFKA_DEFAULTS.connect_timeout_s), metavar="SECONDS",
+        help=f"give up, naming the address, if no broker answers within this time "
+             f"(default {_KAFKA_DEFAULTS.connect_timeout_s})")
     add("--membership-topic", default=_KAFKA_DEFAULTS.membership_topic,
         help=f"default {_KAFKA_DEFAULTS.membership_topic}")
     add("--heartbeat-topic", default=_KAFKA_DEFAULTS.heartbeat_topic,
@@ -175,6 +178,7 @@ def _run(args: argparse.Namespace) -> int:
     duration = args.duration if args.duration is not None else (None if args.events else DEFAULT_DURATION_S)
     end_time_ms = config.start_time_ms + round(duration * 1000) if duration is not None else None
 
+    wait_for_broker(args.bootstrap_servers, args.connect_timeout)
     ensure_topics(args.bootstrap_servers, [args.membership_topic, args.heartbeat_topic])
     errors: list[str] = []
     producer = _producer(args.bootstrap_servers, config, errors)

@@ -3,9 +3,34 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 from typing import Iterable, Mapping
 
-from streaming.errors import KafkaIOError
+from streaming.errors import BrokerUnreachableError, KafkaIOError
+
+
+def wait_for_broker(bootstrap_servers: str, timeout_s: float, setting: str = "--bootstrap-servers") -> None:
+    """Return once a bootstrap server accepts a TCP connection; BrokerUnreachableError naming the
+    addresses after ``timeout_s``. Clients asked to talk to a cluster that is not there retry
+    for minutes and log every attempt; this says it in one line, in seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        problems = []
+        for server in bootstrap_servers.split(","):
+            host, _, port = server.strip().rpartition(":")
+            try:
+                with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)),
+                                              timeout=max(0.5, min(5.0, deadline - time.monotonic()))):
+                    return
+            except (OSError, ValueError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+                problems.append(f"{server.strip()}: {reason}")
+        if time.monotonic() >= deadline:
+            raise BrokerUnreachableError(
+                f"no Kafka broker answered at {bootstrap_servers} within {timeout_s:g} s ({'; '.join(problems)}): "
+                f"check {setting} and that the cluster is up")
+        time.sleep(1)
 
 
 def ensure_topics(bootstrap_servers: str, topics: Iterable[str], partitions: int = 3,
@@ -26,6 +51,32 @@ def ensure_topics(bootstrap_servers: str, topics: Iterable[str], partitions: int
         except Exception as exc:  # TOPIC_ALREADY_EXISTS from a concurrent creator is fine
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise KafkaIOError(f"could not create topic {topic!r}: {exc}") from exc
+
+
+def delete_topics(bootstrap_servers: str, topics: Iterable[str], options: Mapping[str, str] | None = None,
+                  timeout_s: float = 60.0) -> list[str]:
+    """Delete the topics that exist and wait until the broker no longer lists them; returns those
+    deleted. (Kafka deletes asynchronously: creating a topic of the same name at once would fail.)"""
+    import time
+
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(options or {})})
+    present = [t for t in topics if t in admin.list_topics(timeout=timeout_s).topics]
+    if not present:
+        return []
+    for topic, future in admin.delete_topics(present, operation_timeout=timeout_s).items():
+        try:
+            future.result(timeout=timeout_s)
+        except Exception as exc:
+            if "UNKNOWN_TOPIC_OR_PART" not in str(exc):
+                raise KafkaIOError(f"could not delete topic {topic!r}: {exc}") from exc
+    deadline = time.monotonic() + timeout_s
+    while set(present) & set(admin.list_topics(timeout=timeout_s).topics):
+        if time.monotonic() > deadline:
+            raise KafkaIOError(f"topics {present} still listed {timeout_s:.0f} s after their deletion")
+        time.sleep(0.2)
+    return present
 
 
 def send(producer, topic: str, value, key=None, on_delivery=None) -> None:

@@ -19,6 +19,7 @@ On a cluster, ship the project's packages with ``--py-files`` (a zip of ``stream
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
@@ -83,10 +84,12 @@ def build_history(spark, config: Config):
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
 
 
-def start_query(spark, config: Config, available_now: bool = False, alert_dispatcher=None, write=None):
+def start_query(spark, config: Config, available_now: bool = False, alert_dispatcher=None, write=None,
+                on_written=None):
     """Start the query; ``alert_dispatcher`` (an AlertDispatcher) gets each batch's alert
     transitions once they are in the alerts table. ``write`` replaces the sink's
-    :func:`~streaming.job.sink.write_batch` (same arguments), for a benchmark that times it."""
+    :func:`~streaming.job.sink.write_batch` (same arguments and result), for a benchmark that times
+    it; ``on_written(batch_id, rows by table)`` is told what each batch wrote."""
     from streaming.job.sink import DeltaAppender, write_batch
 
     output = config.output
@@ -96,7 +99,9 @@ def start_query(spark, config: Config, available_now: bool = False, alert_dispat
     write = write or write_batch
 
     def sink(batch_df, batch_id: int) -> None:
-        write(batch_df, batch_id, output, appender, alert_dispatcher)
+        written = write(batch_df, batch_id, output, appender, alert_dispatcher)
+        if on_written is not None:
+            on_written(batch_id, written)
 
     writer = (history.writeStream.queryName("rebalance-monitor")
               .foreachBatch(sink)
@@ -107,28 +112,86 @@ def start_query(spark, config: Config, available_now: bool = False, alert_dispat
 
 
 def run(config: Config, available_now: bool = False, extra_spark_conf: dict | None = None) -> int:
-    """Run the job until its input is exhausted (``available_now``) or until SIGTERM/SIGINT."""
+    """Run the job until its input is exhausted (``available_now``) or until SIGTERM/SIGINT.
+
+    In order, each step failing in seconds with one line that says what to do: the checkpoint's
+    lock (another job on it?), Spark, the Kafka cluster and the input topics
+    (:mod:`streaming.job.preflight`), then the query. Nothing is written to the checkpoint before
+    the cluster has answered.
+    """
+    from streaming.job.checkpoint_lock import CheckpointLock
+    from streaming.job.preflight import check_reachable, ensure_input_topics
     from streaming.job.spark_session import build_spark_session
 
-    spark = build_spark_session(config.spark, extra=extra_spark_conf)
-    dispatcher = None
-    if config.alerts.webhook is not None:
-        from streaming.alerting.delivery import AlertDispatcher
+    stop = StopRequest()
+    with CheckpointLock(config.output.checkpoint_path):
+        check_reachable(config.kafka)
+        spark = build_spark_session(config.spark, extra=extra_spark_conf)
+        ensure_input_topics(spark, config.kafka)
+        if stop.requested:
+            return 0
+        dispatcher = None
+        if config.alerts.webhook is not None:
+            from streaming.alerting.delivery import AlertDispatcher
 
-        dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output))
+            dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output))
+        try:
+            with _observed(spark, config) as (accounts, metrics):
+                for attempt in range(1, START_ATTEMPTS + 1):
+                    rc, transient = _run_query(spark, config, available_now, dispatcher, stop,
+                                               lambda batch_id, written: accounts.record(batch_id, written, metrics))
+                    if not transient or attempt == START_ATTEMPTS:
+                        return rc
+                    # Safe to restart: every batch is idempotent in Delta and the checkpoint says where to resume.
+                    log.warning("restarting the query from its checkpoint (attempt %d of %d)", attempt + 1,
+                                START_ATTEMPTS)
+                return 1
+        finally:
+            if dispatcher is not None:
+                # Give the webhook a moment for what this run produced; the outbox keeps the rest.
+                dispatcher.wait_until_delivered(timeout_s=10)
+                dispatcher.close()
+
+
+@contextlib.contextmanager
+def _observed(spark, config: Config):
+    """The progress line per batch and the metrics endpoint (streaming/job/progress.py, metrics.py),
+    while the job runs. The listener leaves before this process does: Spark's listener bus would
+    otherwise call it back after the Python side has gone, and log the failure as an error."""
+    from streaming.job.metrics import JobMetrics, serve
+    from streaming.job.progress import BatchAccounts, ProgressReporter
+
+    metrics = JobMetrics(config.metrics.groups, config.metrics.max_groups)
+    if config.metrics.port:
+        serve(metrics, config.metrics.host, config.metrics.port)
+    accounts = BatchAccounts()
+    reporter = ProgressReporter(accounts, metrics)
+    spark.streams.addListener(reporter)
     try:
-        for attempt in range(1, START_ATTEMPTS + 1):
-            rc, transient = _run_query(spark, config, available_now, dispatcher)
-            if not transient or attempt == START_ATTEMPTS:
-                return rc
-            # Safe to restart: every batch is idempotent in Delta and the checkpoint says where to resume.
-            log.warning("restarting the query from its checkpoint (attempt %d of %d)", attempt + 1, START_ATTEMPTS)
-        return 1
+        yield accounts, metrics
     finally:
-        if dispatcher is not None:
-            # Give the webhook a moment for what this run produced; the outbox keeps the rest.
-            dispatcher.wait_until_delivered(timeout_s=10)
-            dispatcher.close()
+        reporter.wait_terminated(timeout_s=15)
+        spark.streams.removeListener(reporter)
+
+
+class StopRequest:
+    """SIGTERM and SIGINT ask the job to stop after the micro-batch in flight (installed on the
+    main thread only; elsewhere the process's own handlers stay)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._request)
+            signal.signal(signal.SIGINT, self._request)
+
+    def _request(self, signum, _frame) -> None:
+        if not self._event.is_set():
+            log.warning("%s: stopping after the current micro-batch", signal.Signals(signum).name)
+        self._event.set()
+
+    @property
+    def requested(self) -> bool:
+        return self._event.is_set()
 
 
 #: Spark gives a Python worker 10 s (not configurable) to start and connect back; on an overloaded
@@ -137,22 +200,14 @@ TRANSIENT_FAILURES = ("Python worker failed to connect back",)
 START_ATTEMPTS = 3
 
 
-def _run_query(spark, config: Config, available_now: bool, dispatcher) -> tuple[int, bool]:
+def _run_query(spark, config: Config, available_now: bool, dispatcher, stop: StopRequest,
+               on_written) -> tuple[int, bool]:
     """Run the query once; (exit code, whether it failed for a transient reason worth a restart)."""
-    query = start_query(spark, config, available_now, dispatcher)
-    stop_requested = threading.Event()
-
-    def request_stop(signum, _frame):
-        log.warning("signal %s: stopping after the current micro-batch", signum)
-        stop_requested.set()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, request_stop)
-        signal.signal(signal.SIGINT, request_stop)
+    query = start_query(spark, config, available_now, dispatcher, on_written=on_written)
     from pyspark.errors import StreamingQueryException
 
     try:
-        while query.isActive and not stop_requested.is_set():
+        while query.isActive and not stop.requested:
             query.awaitTermination(1)
     except StreamingQueryException:
         pass  # reported below, from query.exception()
@@ -165,7 +220,7 @@ def _run_query(spark, config: Config, available_now: bool, dispatcher) -> tuple[
             message += (f"\nThe checkpoint {config.output.checkpoint_path} was written by a different query. "
                         + NEW_CHECKPOINT_ADVICE)
         log.error("the query failed: %s", message)
-        return 1, not stop_requested.is_set() and any(t in str(error) for t in TRANSIENT_FAILURES)
+        return 1, not stop.requested and any(t in str(error) for t in TRANSIENT_FAILURES)
     return 0, False
 
 
@@ -185,11 +240,26 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def configure_logging() -> None:
+    """The job's own lines at INFO on stderr (one per micro-batch, start and stop); py4j's chatter
+    (its callback server starting and stopping) only when it is a problem. Spark's log is set by
+    conf/spark-log4j2.properties (WARN)."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """spark-submit's entry: the job's errors as one line and exit code 2, like the CLI's."""
+    from assignors.errors import RebalanceMonitorError
+
+    configure_logging()
     args = _parse_args(argv)
-    config, extra = config_from_args(args)
-    return run(config, args.available_now, extra)
+    try:
+        config, extra = config_from_args(args)
+        return run(config, args.available_now, extra)
+    except RebalanceMonitorError as exc:
+        log.error("%s", exc)
+        return 2
 
 
 if __name__ == "__main__":

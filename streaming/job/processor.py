@@ -136,6 +136,9 @@ class GroupProcessor(StatefulProcessor):
             out.extend(self._group_rows(str(columns.group_keys[rows_of_group[0]]), columns, rows_of_group,
                                         watermark, bucket, stats))
         self._save_bucket(bucket)
+        accepted = ~columns.refused & (columns.kinds != CLOCK)
+        if accepted.any():  # for the job's lag in event time (ingest_metrics, the progress line)
+            stats["max_event_time"] = int(columns.event_times[accepted].max())
         # One stats row for the bucket, not one per group: the sink only sums them (ingest_metrics).
         out.append((STATS_TABLE, None, json.dumps(stats)))
         yield pd.DataFrame(out, columns=_COLUMNS)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -123,11 +124,15 @@ def ingest_row(output: pa.Table, batch_id: int) -> pa.Table:
     """The batch's ``ingest_metrics`` row: the processor's per-bucket stats rows summed."""
     stats = output.filter(pc.equal(output["table"], STATS_TABLE))
     totals = dict.fromkeys(_STATS_COLUMNS, 0)
+    newest = None
     for payload in stats["payload"].to_pylist():
         for column, value in json.loads(payload).items():
             if column in totals:
                 totals[column] += value or 0
-    row = {"batch_id": batch_id, **totals}
+            elif column == "max_event_time" and value is not None:
+                newest = value if newest is None else max(newest, value)
+    lag = None if newest is None else int(time.time() * 1000) - newest
+    row = {"batch_id": batch_id, **totals, "max_event_time": newest, "event_time_lag_ms": lag}
     schema = table_arrow_schema(tables.INGEST_METRICS)
     return pa.Table.from_pylist([row], schema=schema)
 
@@ -143,14 +148,15 @@ def output_tables(output: pa.Table, batch_id: int) -> Iterable[tuple[str, pa.Tab
 
 
 def write_batch(batch, batch_id: int, output: OutputConfig, appender: DeltaAppender,
-                alert_dispatcher=None) -> None:
+                alert_dispatcher=None) -> dict[str, pa.Table]:
     """foreachBatch: compute the batch once (to Arrow, on the driver) and append every table."""
-    append_batch(batch.toArrow(), batch_id, output, appender, alert_dispatcher)
+    return append_batch(batch.toArrow(), batch_id, output, appender, alert_dispatcher)
 
 
 def append_batch(rows: pa.Table, batch_id: int, output: OutputConfig, appender: DeltaAppender,
-                 alert_dispatcher=None) -> None:
-    """Append a computed batch (the processor's output rows) to every table it has rows for.
+                 alert_dispatcher=None) -> dict[str, pa.Table]:
+    """Append a computed batch (the processor's output rows) to every table it has rows for;
+    returns the rows written, by table.
 
     The tables are appended concurrently: each commit is mostly delta-rs work outside the GIL and
     file I/O, so a batch's five to eight commits take about the time of two. Every table gets its
@@ -166,3 +172,4 @@ def append_batch(rows: pa.Table, batch_id: int, output: OutputConfig, appender: 
         # After the table commit and before the batch commit: a crash in between replays the
         # batch, and the dispatcher's outbox ignores transitions it already holds.
         alert_dispatcher.submit(alerts.to_pylist())
+    return dict(written)

@@ -45,6 +45,9 @@ DEFAULT_CONF: Mapping[str, str] = {
     # Fewer, larger Arrow batches into the stateful operator's Python worker: 10-40 % faster than
     # the default 10,000 rows in paired runs (docs/benchmarks/tws-probe.md).
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    # Streaming queries cannot use adaptive execution; Spark disables it for them with two warnings
+    # at every start. Off from the start, nothing to warn about.
+    "spark.sql.adaptive.enabled": "false",
 }
 
 
@@ -93,8 +96,38 @@ def build_spark_session(config: SparkConfig | None = None, app_name: str = "reba
 
     config = config or SparkConfig()
     builder = SparkSession.builder.appName(app_name)
-    if not os.environ.get("SPARK_SUBMIT_OPTS") and "spark.master" not in (extra or {}):
+    settings = session_conf(config, extra)
+    # Under spark-submit (PySpark's gateway port is set), its --master decides, not the config.
+    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ or bool(os.environ.get("SPARK_SUBMIT_OPTS"))
+    if not under_spark_submit and "spark.master" not in (extra or {}):
         builder = builder.master(config.master)
-    for key, value in session_conf(config, extra).items():
+        settings["spark.master"] = config.master
+    for key, value in settings.items():
         builder = builder.config(key, value)
+    _launch_own_jvm({**settings, "spark.app.name": app_name})
     return builder.getOrCreate()
+
+
+def _launch_own_jvm(settings: Mapping[str, str]) -> None:
+    """Start Spark's JVM (the py4j gateway) in a session of its own, as PySpark would but for that.
+
+    A service manager stops a job by signalling its whole process group (systemd's default
+    KillMode, ``timeout``, ``kill -- -PGID``). In the same group, the JVM died with the signal while
+    the Python side was still stopping the query between batches, and the job exited 1 with a py4j
+    traceback. In its own session only the Python process gets the signal, stops the query after
+    the batch in flight, and exits 0. The JVM still ends with its parent: PySpark's gateway exits
+    when its standard input (a pipe from this process) closes, even after a SIGKILL.
+
+    Under spark-submit the JVM is the parent and already runs; PySpark then connects to it.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf(loadDefaults=False)
+    for key, value in settings.items():
+        conf.set(key, value)
+    with SparkContext._lock:
+        SparkContext._gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+        SparkContext._jvm = SparkContext._gateway.jvm

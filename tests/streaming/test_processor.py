@@ -72,3 +72,4 @@ def test_refused_records_reach_rejected_events_and_every_record_is_counted_once(
     assert stats["records"] == 2 + 3 + 2  # two membership events, three heartbeats, two refused records
     assert stats["records"] == stats["membership_accepted"] + stats["heartbeats_accepted"] + stats["rejected"]
     assert stats["rejected"] == 2
+    assert stats["max_event_time"] == 3_500  # the newest accepted record (refused ones have no time)
