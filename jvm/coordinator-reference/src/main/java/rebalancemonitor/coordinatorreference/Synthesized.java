@@ -11,6 +11,7 @@ import org.apache.kafka.clients.consumer.internals.ConsumerProtocol;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.common.protocol.types.RawTaggedField;
 import org.apache.kafka.connect.runtime.distributed.ConnectProtocol;
 import org.apache.kafka.connect.runtime.distributed.ExtendedAssignment;
 import org.apache.kafka.connect.runtime.distributed.ExtendedWorkerState;
@@ -116,6 +117,35 @@ final class Synthesized {
                          new ExtendedWorkerState("http://w2:8083/", 12, null), sessioned)), new byte[0]))), (short) 3);
         }
         tombstone(out, "group metadata tombstone", new GroupMetadataKey().setGroup("gone"));
+        // Forward compatibility as the readers practise it: newer embedded versions, extra trailing
+        // bytes, Connect fields missing at the end, Streams version probing, unknown tagged fields.
+        emit(out, "group metadata v3, consumer protocol v4 from a newer client", new GroupMetadataKey().setGroup("newer-client"),
+             group("consumer", "range", (short) 3, List.of(
+                 member("n1", null, newerVersion(consumerSubscription((short) 3, "r")), newerVersion(consumerAssignment((short) 3))))),
+             (short) 3);
+        emit(out, "group metadata v3, Streams version probing (v12 subscription)", new GroupMetadataKey().setGroup("streams-probing"),
+             group("consumer", "stream", (short) 3, List.of(
+                 member("p1", null, consumerSubscription((short) 3, null, ByteBuffer.wrap(new byte[] {0, 0, 0, 12, 0, 0, 0, 12, 7, 7, 7})),
+                        new byte[0]))), (short) 3);
+        byte[] full = bytes(IncrementalCooperativeConnectProtocol.serializeAssignment(new ExtendedAssignment((short) 2, (short) 0,
+            "w1", "http://w1:8083/", 12, List.of("c1"), List.of(new ConnectorTaskId("c1", 0)), List.of(), List.of(), 0), true));
+        int headerAndFixed = 2 + 2 + (2 + 2) + (2 + 15) + 8;  // version, error, leader "w1", url, config offset
+        emit(out, "group metadata v3, Connect sessioned with fields missing at the end and a newer version",
+             new GroupMetadataKey().setGroup("connect-short"),
+             group("connect", "sessioned", (short) 3, List.of(
+                 member("w1", null, bytes(IncrementalCooperativeConnectProtocol.serializeMetadata(
+                     new ExtendedWorkerState("http://w1:8083/", 12, null), true)), java.util.Arrays.copyOf(full, headerAndFixed)),
+                 member("w2", null, bytes(ConnectProtocol.serializeMetadata(new ConnectProtocol.WorkerState("http://w2:8083/", 12))),
+                        newerVersion(full)))), (short) 3);
+        GroupMetadataValue tagged = group("consumer", "range", (short) 4, List.of(
+            member("t1", null, consumerSubscription((short) 3, null), consumerAssignment((short) 3))));
+        tagged.unknownTaggedFields().add(new RawTaggedField(7, new byte[] {1, 2, 3}));
+        tagged.members().get(0).unknownTaggedFields().add(new RawTaggedField(3, new byte[] {}));
+        emit(out, "group metadata v4 with unknown tagged fields", new GroupMetadataKey().setGroup("tagged"), tagged, (short) 4);
+        ConsumerGroupMetadataValue taggedEpoch = new ConsumerGroupMetadataValue().setEpoch(9).setMetadataHash(5);
+        taggedEpoch.unknownTaggedFields().add(new RawTaggedField(1, new byte[] {0, 0, 0, 0, 0, 0, 0, 1}));
+        emit(out, "consumer group metadata with an unknown tagged field", new ConsumerGroupMetadataKey().setGroupId("cg-tagged"),
+             taggedEpoch, (short) 0);
 
         // -- KIP-848 consumer groups, including what 4.1 no longer writes (type 4) and tagged fields
         emit(out, "consumer group metadata with hash", new ConsumerGroupMetadataKey().setGroupId("cg"),
@@ -270,6 +300,14 @@ final class Synthesized {
             standby, version >= 2 ? byHost : Map.of(), version >= 6 ? standbyByHost : Map.of(), version >= 4 ? 0 : 0);
         info.setNextRebalanceTime(version >= 7 ? 1700000600000L : Long.MAX_VALUE);
         return info.encode();
+    }
+
+    /** The same bytes as written by a client one version ahead: version + 1, and a field appended. */
+    private static byte[] newerVersion(byte[] bytes) {
+        byte[] out = java.util.Arrays.copyOf(bytes, bytes.length + 5);
+        ByteBuffer.wrap(out).putShort((short) (ByteBuffer.wrap(bytes).getShort() + 1));
+        out[bytes.length] = 42;
+        return out;
     }
 
     private static byte[] bytes(ByteBuffer buffer) {
