@@ -56,7 +56,12 @@ class ConnectWorkerMetadata:
 
 
 def is_connect_protocol(protocol: str | None) -> bool:
-    return protocol == EAGER or protocol in INCREMENTAL
+    """Whether Connect knows the protocol (``ConnectProtocolCompatibility.fromProtocol``: any case)."""
+    return protocol is not None and (protocol.lower() == EAGER or protocol.lower() in INCREMENTAL)
+
+
+def _eager(protocol: str | None) -> bool:
+    return protocol is not None and protocol.lower() == EAGER
 
 
 def _version(reader: Reader) -> int:
@@ -83,7 +88,7 @@ def _work(reader: Reader, field: str, nullable: bool) -> tuple[tuple[str, ...], 
 def decode_assignment(data: bytes, protocol: str | None, context: str) -> ConnectAssignment:
     reader = Reader(data, context)
     version = _version(reader)
-    if protocol == EAGER:
+    if _eager(protocol):
         error = reader.int16("error")
         leader = reader.string(False, "leader")
         leader_url = reader.string(False, "leader url")
@@ -112,7 +117,7 @@ def decode_metadata(data: bytes, protocol: str | None, context: str) -> ConnectW
     version = _version(reader)
     url = reader.string(False, "url")
     offset = reader.int64("config offset")
-    if protocol == EAGER:
+    if _eager(protocol):
         return ConnectWorkerMetadata(version, url, offset)
     allocation = reader.nullable_bytes(False, "allocation") if reader.remaining else None
     previous = None

@@ -114,10 +114,11 @@ def sticky_user_data(data: bytes) -> StickyUserData:
 
     Kafka reads the V1 layout (topic partitions, generation), then the V0 layout (topic partitions
     only); if neither parses, it ignores the previous assignment: no partitions, generation -1
-    (``DEFAULT_GENERATION``), and so does this.
+    (``DEFAULT_GENERATION``), and so does this. Topic names that are not UTF-8 get U+FFFD, as
+    Java's strings do (such a topic matches no subscribed topic, so the assignor drops it).
     """
     for with_generation in (True, False):
-        reader = Reader(data, "sticky user data")
+        reader = Reader(data, "sticky user data", lenient_utf8=True)
         try:
             partitions = _topic_partitions(reader, "previous assignment")
             generation = reader.int32("generation") if with_generation else None

@@ -119,14 +119,16 @@ def decode_subscription_info(data: bytes, context: str) -> StreamsSubscriptionIn
                     sums.append((StreamsTaskId(subtopology, partition), reader.int64("task offset sum")))
     unique_field = reader.int8("unique field") if version >= 8 else 0
     error_code = reader.int32("error code") if version >= 9 else 0
-    tags: tuple[tuple[str, str], ...] = ()
+    tags: dict[str, str] = {}
     if version >= 11:
-        tags = tuple((_utf8(reader, reader.bytes(False, "client tag key"), "client tag key"),
-                      _utf8(reader, reader.bytes(False, "client tag value"), "client tag value"))
-                     for _ in range(reader.array_length(False, "client tags", 8)))
+        for _ in range(reader.array_length(False, "client tags", 8)):
+            key = _utf8(reader, reader.bytes(False, "client tag key"), "client tag key")
+            if key in tags:  # SubscriptionInfo.clientTags() refuses a repeated key
+                raise reader.error(f"client tag {key!r} appears twice")
+            tags[key] = _utf8(reader, reader.bytes(False, "client tag value"), "client tag value")
     return StreamsSubscriptionInfo(version, latest, process_id, prev_tasks, standby_tasks,
                                    _utf8(reader, endpoint, "user endpoint") or None, tuple(sums),
-                                   unique_field, error_code, tags)
+                                   unique_field, error_code, tuple(tags.items()))
 
 
 def _validate(reader: Reader, version: int, latest: int) -> None:
@@ -199,9 +201,13 @@ def _count(reader: Reader, field: str, min_item_size: int) -> int:
     return reader.array_length(False, field, min_item_size)
 
 
+# Streams keeps partitions in sets and tasks and hosts as map keys: a repeated entry counts once
+# (and a repeated key keeps its last value), so the same holds here.
+
+
 def _topic_partitions(reader: Reader) -> tuple[tuple[str, int], ...]:
-    return tuple((_java_utf(reader, "topic"), reader.int32("partition"))
-                 for _ in range(_count(reader, "topic partitions", 6)))
+    return tuple(dict.fromkeys((_java_utf(reader, "topic"), reader.int32("partition"))
+                               for _ in range(_count(reader, "topic partitions", 6))))
 
 
 def _indexed_topic_partitions(reader: Reader, topics: dict[int, str]) -> tuple[tuple[str, int], ...]:
@@ -211,14 +217,16 @@ def _indexed_topic_partitions(reader: Reader, topics: dict[int, str]) -> tuple[t
         if index not in topics:
             raise reader.error(f"topic index {index} is not in the assignment's topic dictionary")
         out.append((topics[index], reader.int32("partition")))
-    return tuple(out)
+    return tuple(dict.fromkeys(out))
 
 
 def _hosts(reader: Reader, topics: dict[int, str] | None) -> tuple[HostPartitions, ...]:
-    return tuple(HostPartitions(_java_utf(reader, "host"), reader.int32("port"),
-                                _topic_partitions(reader) if topics is None
-                                else _indexed_topic_partitions(reader, topics))
-                 for _ in range(_count(reader, "hosts", 10)))
+    hosts: dict[tuple[str, int], HostPartitions] = {}
+    for _ in range(_count(reader, "hosts", 10)):
+        host, port = _java_utf(reader, "host"), reader.int32("port")
+        partitions = _topic_partitions(reader) if topics is None else _indexed_topic_partitions(reader, topics)
+        hosts[(host, port)] = HostPartitions(host, port, partitions)
+    return tuple(hosts.values())
 
 
 def decode_assignment_info(data: bytes, context: str) -> StreamsAssignmentInfo:
@@ -230,8 +238,8 @@ def decode_assignment_info(data: bytes, context: str) -> StreamsAssignmentInfo:
     common = reader.int32("commonly supported version") if version >= 3 else _UNKNOWN
     task_size = 12 if version >= _MIN_NAMED_TOPOLOGY_VERSION else 8
     active = tuple(_assignment_task_id(reader, version) for _ in range(_count(reader, "active tasks", task_size)))
-    standby = tuple((_assignment_task_id(reader, version), _topic_partitions(reader))
-                    for _ in range(_count(reader, "standby tasks", task_size + 4)))
+    standby = tuple({_assignment_task_id(reader, version): _topic_partitions(reader)
+                     for _ in range(_count(reader, "standby tasks", task_size + 4))}.items())
     by_host: tuple[HostPartitions, ...] = ()
     standby_by_host: tuple[HostPartitions, ...] = ()
     if version >= 5:

@@ -37,13 +37,17 @@ class Reader:
     subscription of member m1 ..."), so the caller never has to catch and re-wrap.
     """
 
-    __slots__ = ("data", "pos", "end", "context")
+    __slots__ = ("data", "pos", "end", "context", "lenient_utf8")
 
-    def __init__(self, data: bytes, context: str, start: int = 0, end: int | None = None) -> None:
+    def __init__(self, data: bytes, context: str, start: int = 0, end: int | None = None,
+                 lenient_utf8: bool = False) -> None:
         self.data = data
         self.pos = start
         self.end = len(data) if end is None else end
         self.context = context
+        # True only where Kafka's reader is lenient and a bad string changes nothing that matters
+        # (an assignor's user data): bad UTF-8 then becomes U+FFFD, as Java's String does.
+        self.lenient_utf8 = lenient_utf8
 
     # -- errors ------------------------------------------------------------------------------------
 
@@ -126,6 +130,8 @@ class Reader:
 
     def _text(self, size: int, field: str) -> str:
         pos = self._need(size, field)
+        if self.lenient_utf8:
+            return self.data[pos:pos + size].decode("utf-8", "replace")
         try:
             return self.data[pos:pos + size].decode("utf-8")
         except UnicodeDecodeError as e:
@@ -191,7 +197,7 @@ class Reader:
             size = self.unsigned_varint(f"the size of tagged field {tag}")
             start = self._need(size, f"tagged field {tag}")
             if known is not None and tag in known:
-                sub = Reader(self.data, self.context, start, start + size)
+                sub = Reader(self.data, f"{self.context}, tagged field {tag} of {size} bytes", start, start + size)
                 found[tag] = known[tag](sub)
                 if sub.pos != sub.end:
                     raise self.error(f"tagged field {tag} declares {size} bytes but its value takes "

@@ -15,6 +15,7 @@ import org.apache.kafka.common.message.ConsumerProtocolAssignmentJsonConverter;
 import org.apache.kafka.common.message.ConsumerProtocolSubscription;
 import org.apache.kafka.common.message.ConsumerProtocolSubscriptionJsonConverter;
 import org.apache.kafka.connect.runtime.distributed.ConnectProtocol;
+import org.apache.kafka.connect.runtime.distributed.ConnectProtocolCompatibility;
 import org.apache.kafka.connect.runtime.distributed.ExtendedAssignment;
 import org.apache.kafka.connect.runtime.distributed.ExtendedWorkerState;
 import org.apache.kafka.connect.runtime.distributed.IncrementalCooperativeConnectProtocol;
@@ -136,7 +137,7 @@ public final class CoordinatorReference {
             if (protocolType.equals("consumer")) {
                 if (m.subscription().length > 0) node.set("subscription", consumerSubscription(m.subscription(), protocol));
                 if (m.assignment().length > 0) node.set("assignment", consumerAssignment(m.assignment(), protocol));
-            } else if (protocolType.equals("connect")) {
+            } else if (protocolType.equals("connect") && connectProtocolKnown(protocol)) {
                 if (m.subscription().length > 0) node.set("subscription", connectMetadata(m.subscription(), protocol));
                 if (m.assignment().length > 0) node.set("assignment", connectAssignment(m.assignment(), protocol));
             }
@@ -256,8 +257,18 @@ public final class CoordinatorReference {
 
     // -- Kafka Connect -------------------------------------------------------------------------------
 
+    /** Connect's own choice of reader (WorkerCoordinator): by protocol name, case-insensitively. */
+    private static boolean connectProtocolKnown(String protocol) {
+        try {
+            ConnectProtocolCompatibility.fromProtocol(protocol);
+            return true;
+        } catch (IllegalArgumentException e) {
+            return false;  // a group of protocol type connect with a protocol Connect does not know
+        }
+    }
+
     private static boolean eager(String protocol) {
-        return "default".equals(protocol);
+        return ConnectProtocolCompatibility.fromProtocol(protocol) == ConnectProtocolCompatibility.EAGER;
     }
 
     private static ObjectNode connectMetadata(byte[] bytes, String protocol) {
