@@ -287,17 +287,19 @@ final class Synthesized {
         sums.put(new TaskId(1, 3), 0L);
         return new SubscriptionInfo(version, version >= 3 ? 11 : -1,
             new ProcessId(UUID.fromString("6b2d3c8e-0d6c-4f0e-9d55-2f3c7a1e9b10")), version >= 2 ? "host-" + version + ":7070" : null,
-            sums, (byte) version, version >= 9 ? 0 : 0, version >= 11 ? Map.of("zone", "eu-1", "rack", "r2") : Map.of()).encode();
+            sums, (byte) version, 0, version >= 11 ? ordered("zone", "eu-1", "rack", "r2") : Map.of()).encode();
     }
 
     private static ByteBuffer streamsAssignment(int version) {
         Map<TaskId, Set<TopicPartition>> standby = new LinkedHashMap<>();
         standby.put(new TaskId(1, 3), Set.of(new TopicPartition("app-store-changelog", 3)));
+        // Ordered collections throughout: Map.of and Set.of iterate in a per-JVM random order, which
+        // would make the encoded bytes, and so the committed fixture, differ from run to run.
         Map<HostInfo, Set<TopicPartition>> byHost = Map.of(new HostInfo("host-1", 7070),
-            Set.of(new TopicPartition("in", 0), new TopicPartition("in", 1)));
+            new java.util.LinkedHashSet<>(List.of(new TopicPartition("in", 0), new TopicPartition("in", 1))));
         Map<HostInfo, Set<TopicPartition>> standbyByHost = Map.of(new HostInfo("host-2", 7071), Set.of(new TopicPartition("in", 3)));
         AssignmentInfo info = new AssignmentInfo(version, version >= 3 ? 11 : -1, List.of(new TaskId(0, 0), new TaskId(0, 1)),
-            standby, version >= 2 ? byHost : Map.of(), version >= 6 ? standbyByHost : Map.of(), version >= 4 ? 0 : 0);
+            standby, version >= 2 ? byHost : Map.of(), version >= 6 ? standbyByHost : Map.of(), 0);
         info.setNextRebalanceTime(version >= 7 ? 1700000600000L : Long.MAX_VALUE);
         return info.encode();
     }
@@ -308,6 +310,12 @@ final class Synthesized {
         ByteBuffer.wrap(out).putShort((short) (ByteBuffer.wrap(bytes).getShort() + 1));
         out[bytes.length] = 42;
         return out;
+    }
+
+    private static Map<String, String> ordered(String... keysAndValues) {
+        Map<String, String> map = new LinkedHashMap<>();
+        for (int i = 0; i < keysAndValues.length; i += 2) map.put(keysAndValues[i], keysAndValues[i + 1]);
+        return map;
     }
 
     private static byte[] bytes(ByteBuffer buffer) {
