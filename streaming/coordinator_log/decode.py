@@ -55,7 +55,15 @@ def is_offset_commit(key: bytes) -> bool:
 
 
 def decode(key: bytes, value: bytes | None) -> CoordinatorRecord:
-    """Decode one record; raises :class:`CoordinatorRecordError` naming what is wrong."""
+    """Decode one record; raises :class:`CoordinatorRecordError` naming what is wrong.
+
+    ``key`` and ``value`` may be ``bytes``, ``bytearray`` (PySpark's binary values) or ``memoryview``;
+    the record's byte fields are always ``bytes``.
+    """
+    if type(key) is not bytes and key is not None:
+        key = bytes(key)
+    if type(value) is not bytes and value is not None:
+        value = bytes(value)
     number = peek_record_type(key)
     record_type = _RECORD_TYPES.get(number)
     if record_type is None:

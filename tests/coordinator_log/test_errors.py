@@ -103,6 +103,14 @@ def test_a_bad_embedded_subscription_names_the_member():
     assert f"member {member!r}, consumer subscription: unsupported version -1" in message
 
 
+def test_bytearray_and_memoryview_decode_as_bytes():
+    row = next(r for r in ROWS if r["kafka"].get("type") == 2 and r["value"] is not None
+               and r["kafka"]["value"]["members"])
+    expected = decode(row["key"], row["value"])
+    assert decode(bytearray(row["key"]), memoryview(row["value"])) == expected
+    assert isinstance(decode(bytearray(row["key"]), bytearray(row["value"])).value.members[0].subscription, bytes)
+
+
 def test_offset_commits_are_recognised_from_two_bytes():
     assert is_offset_commit(b"\x00\x01rest") and is_offset_commit(b"\x00\x00")
     assert not is_offset_commit(b"\x00\x02") and not is_offset_commit(b"\x01\x01") and not is_offset_commit(b"\x00")
