@@ -19,7 +19,10 @@ second over the whole mix:
 
 It also probes the classpath clash that reusing Kafka's classes inside the Spark job would meet: the
 reference run with Spark's kafka-clients 3.9.2 in place of 4.1.1, and the error it gives.
-Results: ``bench/results/coordinator_log.json`` (the latest run only).
+Rates are given per second of CPU time of the decoding thread (the headline: on a machine shared
+with other work the wall clock also counts time the core spent elsewhere) and per second of wall
+time; medians of ``--repeat`` runs, each side's cells interleaved. Results:
+``bench/results/coordinator_log.json`` (the latest run only).
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ def realistic_mix(commits_per_generation: int, generations: int) -> list[tuple[b
     return mix
 
 
-def python_rate(mix, seconds: float, skip_commits: bool) -> float:
+def python_rate(mix, seconds: float, skip_commits: bool) -> tuple[float, float]:
+    """Records per second of wall time and per second of this thread's CPU time."""
     def one_pass() -> int:
         skipped = 0
         for key, value in mix:
@@ -79,11 +83,11 @@ def python_rate(mix, seconds: float, skip_commits: bool) -> float:
         return skipped
 
     one_pass()  # warm caches
-    done, start = 0, time.perf_counter()
+    done, start, cpu_start = 0, time.perf_counter(), time.thread_time()
     while time.perf_counter() - start < seconds:
         one_pass()
         done += len(mix)
-    return done / (time.perf_counter() - start)
+    return done / (time.perf_counter() - start), done / (time.thread_time() - cpu_start)
 
 
 def java_rate(mix, seconds: float, classpath: str) -> dict:
@@ -155,15 +159,25 @@ def main() -> None:
     load_before = load_average()
     group_records = [(key, value) for key, value in mix if not is_offset_commit(key)]
     everything = str(REFERENCE_DIR / "*")
-    cells = {name: [] for name in ("python_full", "python_skip_commits", "java_full",
-                                   "python_group_records", "java_group_records")}
+    names = ("python_full", "python_skip_commits", "java_full", "python_group_records", "java_group_records")
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+
+    def keep(name: str, rates: tuple[float, float]) -> None:
+        wall[name].append(rates[0])
+        cpu[name].append(rates[1])
+
+    def java(records) -> tuple[float, float]:
+        answer = java_rate(records, args.seconds, everything)
+        return answer["records_per_s"], answer["records_per_cpu_s"]
+
     for _ in range(args.repeat):
-        cells["python_full"].append(python_rate(mix, args.seconds, skip_commits=False))
-        cells["python_skip_commits"].append(python_rate(mix, args.seconds, skip_commits=True))
-        cells["java_full"].append(java_rate(mix, args.seconds, everything)["records_per_s"])
-        cells["python_group_records"].append(python_rate(group_records, args.seconds, skip_commits=False))
-        cells["java_group_records"].append(java_rate(group_records, args.seconds, everything)["records_per_s"])
-    median = {name: statistics.median(rates) for name, rates in cells.items()}
+        keep("python_full", python_rate(mix, args.seconds, skip_commits=False))
+        keep("python_skip_commits", python_rate(mix, args.seconds, skip_commits=True))
+        keep("java_full", java(mix))
+        keep("python_group_records", python_rate(group_records, args.seconds, skip_commits=False))
+        keep("java_group_records", java(group_records))
+    median = {name: statistics.median(rates) for name, rates in cpu.items()}
     result = {
         "meta": {
             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": git_commit(),
@@ -174,8 +188,10 @@ def main() -> None:
         },
         "mix": {"records": len(mix), "offset_commits": commits, "generations": args.generations,
                 "commits_per_generation": args.commits_per_generation},
-        "records_per_s": {name: round(rate) for name, rate in median.items()},
-        "runs": {name: [round(r) for r in rates] for name, rates in cells.items()},
+        "records_per_cpu_s": {name: round(rate) for name, rate in median.items()},
+        "records_per_wall_s": {name: round(statistics.median(rates)) for name, rates in wall.items()},
+        "runs_per_cpu_s": {name: [round(r) for r in rates] for name, rates in cpu.items()},
+        "runs_per_wall_s": {name: [round(r) for r in rates] for name, rates in wall.items()},
         "python_full_over_java": round(median["python_full"] / median["java_full"], 3),
         "python_skip_commits_over_java": round(median["python_skip_commits"] / median["java_full"], 3),
         "python_group_records_over_java": round(median["python_group_records"] / median["java_group_records"], 3),

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from streaming.errors import CoordinatorRecordError
 
-from .streams_protocol import StreamsAssignmentInfo, StreamsSubscriptionInfo, decode_assignment_info, \
-    decode_subscription_info
+from .streams_protocol import (
+    StreamsAssignmentInfo, StreamsSubscriptionInfo, decode_assignment_info, decode_subscription_info,
+)
 from .wire import Reader
 
 #: The highest version kafka-clients 4.1 knows; newer ones are read as this one.

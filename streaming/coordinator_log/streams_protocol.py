@@ -152,7 +152,7 @@ def _utf8(reader: Reader, raw: bytes, field: str) -> str:
 def _java_utf(reader: Reader, field: str) -> str:
     """``DataInputStream.readUTF``: uint16 length, then modified UTF-8 (CESU-8 with 0 as C0 80)."""
     size = reader.uint16(field)
-    at = reader._need(size, field)
+    at = reader.take(size, field)
     raw = reader.data[at:at + size]
     try:
         return raw.decode("utf-8")  # the common case: plain ASCII/UTF-8 without NUL or astral chars

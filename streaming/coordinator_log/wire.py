@@ -54,7 +54,8 @@ class Reader:
     def error(self, what: str) -> CoordinatorRecordError:
         return CoordinatorRecordError(f"{self.context}: {what}")
 
-    def _need(self, size: int, field: str) -> int:
+    def take(self, size: int, field: str) -> int:
+        """Consume ``size`` bytes for ``field`` and return where they start; refuse if they are not there."""
         pos = self.pos
         if pos + size > self.end:
             raise self.error(f"truncated at byte {pos} reading {field}: needs {size} bytes, "
@@ -65,24 +66,24 @@ class Reader:
     # -- fixed-size numbers --------------------------------------------------------------------------
 
     def int8(self, field: str) -> int:
-        pos = self._need(1, field)
+        pos = self.take(1, field)
         value = self.data[pos]
         return value - 256 if value > 127 else value
 
     def int16(self, field: str) -> int:
-        return _I16(self.data, self._need(2, field))[0]
+        return _I16(self.data, self.take(2, field))[0]
 
     def uint16(self, field: str) -> int:
-        return _U16(self.data, self._need(2, field))[0]
+        return _U16(self.data, self.take(2, field))[0]
 
     def int32(self, field: str) -> int:
-        return _I32(self.data, self._need(4, field))[0]
+        return _I32(self.data, self.take(4, field))[0]
 
     def int64(self, field: str) -> int:
-        return _I64(self.data, self._need(8, field))[0]
+        return _I64(self.data, self.take(8, field))[0]
 
     def uuid(self, field: str) -> uuid.UUID:
-        return uuid.UUID(bytes=_UUID(self.data, self._need(16, field))[0])
+        return uuid.UUID(bytes=_UUID(self.data, self.take(16, field))[0])
 
     def unsigned_varint(self, field: str) -> int:
         value = 0
@@ -129,7 +130,7 @@ class Reader:
     # -- strings and bytes ---------------------------------------------------------------------------
 
     def _text(self, size: int, field: str) -> str:
-        pos = self._need(size, field)
+        pos = self.take(size, field)
         if self.lenient_utf8:
             return self.data[pos:pos + size].decode("utf-8", "replace")
         try:
@@ -157,26 +158,26 @@ class Reader:
         size = self._bytes_length(flexible, field)
         if size < 0:
             raise self.error(f"non-nullable bytes {field} are null or negative ({size}) at byte {at}")
-        pos = self._need(size, field)
+        pos = self.take(size, field)
         return self.data[pos:pos + size]
 
     def nullable_bytes(self, flexible: bool, field: str) -> bytes | None:
         size = self._bytes_length(flexible, field)
         if size < 0:
             return None
-        pos = self._need(size, field)
+        pos = self.take(size, field)
         return self.data[pos:pos + size]
 
     # -- compound ----------------------------------------------------------------------------------
 
     def int32_array(self, flexible: bool, field: str) -> tuple[int, ...]:
         count = self.array_length(flexible, field, 4)
-        pos = self._need(4 * count, field)
+        pos = self.take(4 * count, field)
         return struct.unpack_from(f">{count}i", self.data, pos)
 
     def int16_array(self, flexible: bool, field: str) -> tuple[int, ...]:
         count = self.array_length(flexible, field, 2)
-        pos = self._need(2 * count, field)
+        pos = self.take(2 * count, field)
         return struct.unpack_from(f">{count}h", self.data, pos)
 
     def string_array(self, flexible: bool, field: str) -> tuple[str, ...]:
@@ -195,7 +196,7 @@ class Reader:
         for _ in range(count):
             tag = self.unsigned_varint(field)
             size = self.unsigned_varint(f"the size of tagged field {tag}")
-            start = self._need(size, f"tagged field {tag}")
+            start = self.take(size, f"tagged field {tag}")
             if known is not None and tag in known:
                 sub = Reader(self.data, f"{self.context}, tagged field {tag} of {size} bytes", start, start + size)
                 found[tag] = known[tag](sub)
