@@ -207,7 +207,8 @@ class Reader:
 
     def expect_end(self, what: str) -> None:
         if self.pos != self.end:
-            raise self.error(f"{self.end - self.pos} trailing bytes after {what} (at byte {self.pos})")
+            left = self.end - self.pos
+            raise self.error(f"{left} trailing byte{'s' if left > 1 else ''} after {what} (at byte {self.pos})")
 
     @property
     def remaining(self) -> int:

@@ -21,7 +21,7 @@ from tests.coordinator_log.fixture import ensure_built, kafka_decoding, load
 from tests.coordinator_log.kafka_json import as_kafka_json, compare
 
 SAMPLES = 3000
-STRICTER = ("trailing bytes", "bad UTF-8", "tagged field", "topic dictionary")
+STRICTER = ("trailing byte", "bad UTF-8", "tagged field", "topic dictionary")
 
 
 def _damaged(rng: random.Random, value: bytes) -> bytes:

@@ -68,8 +68,9 @@ def test_a_truncated_value_says_where():
 def test_trailing_bytes_are_refused():
     value = struct.pack(">hi", 0, 7) + b"\0" + b"\xff"  # epoch, no tagged fields, one byte too many
     message = _refusal(_group_key(3), value)
-    assert message == "ConsumerGroupMetadata (type 3) value v0: 1 trailing bytes after the value (at byte 7)"
-    assert "trailing bytes after the key" in _refusal(_group_key(2) + b"x", None)
+    assert message == "ConsumerGroupMetadata (type 3) value v0: 1 trailing byte after the value (at byte 7)"
+    assert "1 trailing byte after the key" in _refusal(_group_key(2) + b"x", None)
+    assert "2 trailing bytes after the key" in _refusal(_group_key(2) + b"xy", None)
 
 
 def test_bad_utf8_is_refused():
