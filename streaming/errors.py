@@ -38,6 +38,15 @@ class InvalidEventError(MonitorError, ValueError):
     """A membership event the engine cannot take; the message names the field at fault."""
 
 
+class CoordinatorRecordError(MonitorError, ValueError):
+    """A record of ``__consumer_offsets`` that :mod:`streaming.coordinator_log` cannot decode.
+
+    The message names the record type, the value version and what is wrong (an unknown type or
+    version, truncated at byte N, trailing bytes, bad UTF-8, ...), so that the record can be put in
+    ``rejected_events`` with that reason while the job goes on.
+    """
+
+
 # -- alert delivery --------------------------------------------------------------------------------
 
 
