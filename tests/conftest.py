@@ -46,6 +46,7 @@ def _real_parts_need_the_integration_marker(request, monkeypatch):
     monkeypatch.setattr("streaming.job.spark_session.build_spark_session", refuse("Spark"))
     monkeypatch.setattr("pyspark.sql.SparkSession.Builder.getOrCreate", refuse("Spark"))
     monkeypatch.setattr("tests.java_reference.ensure_built", refuse("the Java reference (a JVM)"))
+    monkeypatch.setattr("tests.coordinator_log.fixture.ensure_built", refuse("the coordinator reference (a JVM)"))
 
 
 def free_port() -> int:
