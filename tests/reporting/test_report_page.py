@@ -217,6 +217,20 @@ def boxes(fig, gid: str | None = None):
             if t.get_visible() and t.get_text() and (gid is None or t.get_gid() == gid)]
 
 
+def drawn(chart, history):
+    """The figure a chart function draws, before it becomes PNG bytes (close it after use)."""
+    from streaming.reporting.report import charts
+
+    figures = []
+    real_png = charts._png
+    charts._png = lambda fig: figures.append(fig) or b""
+    try:
+        chart(history)
+    finally:
+        charts._png = real_png
+    return figures[0]
+
+
 def overlapping(a, b) -> bool:
     return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
 
@@ -277,16 +291,9 @@ def test_balance_legend_covers_no_bar():
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from streaming.reporting.report import charts
+    from streaming.reporting.report.charts import balance_per_rebalance
 
-    drawn = []
-    real_png = charts._png
-    charts._png = lambda fig: drawn.append(fig) or b""
-    try:
-        charts.balance_per_rebalance(synthetic_history(4, 12, 8, "consumer"))
-    finally:
-        charts._png = real_png
-    fig = drawn[0]
+    fig = drawn(balance_per_rebalance, synthetic_history(4, 12, 8, "consumer"))
     try:
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
@@ -302,26 +309,32 @@ def test_balance_legend_covers_no_bar():
 def test_one_generation_gets_an_axis_from_zero():
     import matplotlib.pyplot as plt
 
-    from streaming.reporting.report import charts
+    from streaming.reporting.report.charts import balance_per_rebalance
 
     history = synthetic_history(2, 1, 4, "consumer")
-    history = replace(history, generations=history.generations.assign(moved=0, imbalance=0))
-    drawn = []
-    real_png = charts._png
-    charts._png = lambda fig: drawn.append(fig) or b""
+    fig = drawn(balance_per_rebalance, replace(history, generations=history.generations.assign(moved=0, imbalance=0)))
     try:
-        charts.balance_per_rebalance(history)
-    finally:
-        charts._png = real_png
-    try:
-        for ax in drawn[0].axes:
+        for ax in fig.axes:
             low, high = ax.get_ylim()
             assert low == 0 and high >= 1, (low, high)
             assert all(float(t).is_integer() for t in ax.get_yticks() if low <= t <= high)
-            left, right = ax.get_xlim()
-            assert left < 0 < right and right - left < 2  # the one bar, not a wide empty axis
+            assert ax.get_xlim() == (-0.5, 0.5)  # the one bar, not a wide empty axis
     finally:
-        plt.close(drawn[0])
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("chart", ["units_per_member", "unit_placement"])
+def test_heatmaps_fill_their_axes(chart):
+    """One cell per generation from edge to edge: no strip of the grey that means "not a member"."""
+    import matplotlib.pyplot as plt
+
+    from streaming.reporting.report import charts
+
+    fig = drawn(getattr(charts, chart), synthetic_history(3, 7, 6))
+    try:
+        assert fig.axes[0].get_xlim() == (-0.5, 6.5)
+    finally:
+        plt.close(fig)
 
 
 def test_large_groups_still_render_every_chart():

@@ -147,7 +147,7 @@ def _generation_axis(ax, generations: list[int]) -> None:
     step = max(1, len(generations) // 30)
     ax.set_xticks(range(0, len(generations), step))
     ax.set_xticklabels([str(g) for g in generations[::step]])
-    ax.set_xlim(-0.6, len(generations) - 0.4)  # one generation: one bar in the middle, not the whole axis
+    ax.set_xlim(-0.5, len(generations) - 0.5)  # a cell (or bar) per generation, edge to edge
     ax.set_xlabel("generation")
 
 
@@ -293,17 +293,19 @@ def draw_timeline(history: GroupHistory):
     lanes = [labels[m] for m in members] if by_member else [EVENT_STYLES.get(e, ("o", "k", e))[2] for e in kinds]
     lane_of = {m: i for i, m in enumerate(members)} if by_member else {e: i for i, e in enumerate(kinds)}
     checked = _checks_by_generation(history)
-    band_rows = TIMELINE_LABEL_ROWS + (1 if checked else 0)
-    band_in = 0.28 * band_rows + 0.2
     lanes_in = min(28.0, max(2.0, 0.3 * len(lanes) + 0.8))
-    fig, (band, ax) = plt.subplots(2, 1, figsize=(WIDTH_IN, band_in + lanes_in + 1.2), sharex=True,
-                                   gridspec_kw={"height_ratios": [band_in, lanes_in], "hspace": 0.04})
+
+    def band_height(rows: int) -> float:
+        return 0.28 * rows + 0.2
+
+    fig, (band, ax) = plt.subplots(2, 1, figsize=(WIDTH_IN, band_height(TIMELINE_LABEL_ROWS) + lanes_in + 1.2),
+                                   sharex=True, gridspec_kw={"height_ratios": [band_height(TIMELINE_LABEL_ROWS),
+                                                                               lanes_in], "hspace": 0.04})
     times = [int(t) for t in g["event_time"]] + [int(t) for t in events["event_time"]]
     pad = max(1_000, (max(times) - min(times)) // 40)
     ax.set_xlim(_utc(min(times) - pad), _utc(max(times) + pad))
 
     # The generations band: lines, then numbers placed where they fit.
-    band.set_ylim(0, band_rows)
     band.set_yticks([])
     band.set_ylabel("generation", rotation=0, ha="right", va="center", fontsize=8)
     texts = []
@@ -314,18 +316,28 @@ def draw_timeline(history: GroupHistory):
         texts.append(band.text(t, 0, str(int(row.generation)), ha="center", va="bottom", fontsize=7,
                                color="#222222", gid="generation-label",
                                bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"}))
-        if checked and int(row.generation) in checked:
-            agrees = checked[int(row.generation)]
-            band.plot([t], [band_rows - 0.5], marker="o" if agrees else "X", markersize=6, linestyle="none",
-                      color="#2ca02c" if agrees else "#d62728", zorder=3)
     renderer = fig.canvas.get_renderer()
     extents = [(box.x0, box.x1) for box in (text.get_window_extent(renderer) for text in texts)]
     order = sorted(range(len(texts)), key=lambda i: extents[i][0])
+    used = 1
     for i, row in zip(order, stagger([extents[i] for i in order], TIMELINE_LABEL_ROWS)):
         if row is None:
             texts[i].set_visible(False)
         else:
             texts[i].set_y(row + 0.15)
+            used = max(used, row + 1)
+    # The band as high as the rows of numbers it needs (the width, hence the numbers' places, stays).
+    band_rows = used + (1 if checked else 0)
+    band.set_ylim(0, band_rows)
+    fig.set_size_inches(WIDTH_IN, band_height(band_rows) + lanes_in + 1.2)
+    band.get_gridspec().set_height_ratios([band_height(band_rows), lanes_in])
+    for panel in (band, ax):
+        panel.set_position(panel.get_subplotspec().get_position(fig))
+    for row in g.itertuples(index=False):
+        if int(row.generation) in checked:
+            agrees = checked[int(row.generation)]
+            band.plot([_utc(row.event_time)], [band_rows - 0.5], marker="o" if agrees else "X", markersize=6,
+                      linestyle="none", color="#2ca02c" if agrees else "#d62728", zorder=3)
 
     # The member lanes.
     if by_member:  # a grey bar while the member is in the group
@@ -409,7 +421,7 @@ def rebalance_timeline(history: GroupHistory) -> Chart:
                  "generations' numbers are staggered; the generations table below has every one), and, when "
                  "the collector observed the group live, whether the live group agreed. Below: one lane per "
                  "member (keys as in the member table): grey while it is in the group, markers where it "
-                 "joins, leaves or expires, a ring where its change opened a generation.",
+                 "joins, leaves or expires, and a ring on its lane at each generation its change opened.",
                  _png(draw_timeline(history)))
 
 
