@@ -1,17 +1,17 @@
 """`rebalance-monitor report` on groups the real job wrote (real broker, real Spark, real Delta).
 
-The job runs once for the module over three groups: the eager story of test_job_scenarios.py, the
-cooperative one (a rebalance in two generations) and a Streams group whose ids need HTML escaping.
-The reports are then written from those tables and checked against them: the charts are real PNGs
-inlined in the page and written beside it, and the summary's numbers are the tables' numbers.
+The job runs once for the module over five groups: the eager story of test_job_scenarios.py, the
+cooperative one (a rebalance in two generations), a Streams group whose ids need HTML escaping, a
+Connect group, and a group a collector observed live whose assignment once differed. The reports
+are then written from those tables (without Spark, as the command does) and checked against them:
+the charts are real PNGs inlined in the page and written beside it, and the summary's numbers are
+the tables' numbers (read back with Spark). The page's parts without the job: tests/reporting/.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import subprocess
-import sys
 import uuid
 from html.parser import HTMLParser
 from pathlib import Path
@@ -29,7 +29,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: A Streams group whose id is HTML: the page must show it, not interpret it.
 STREAMS_GROUP = 'wordcount<script>&"app"'
 #: Per group of the module: (directory of its report, its unit's plural as the page says it).
-GROUPS = {"eager": "partitions", "coop": "partitions", "streams": "active tasks", "connect": "tasks"}
+GROUPS = {"eager": "partitions", "coop": "partitions", "streams": "active tasks", "connect": "tasks",
+          "live": "partitions"}
 
 
 def without_alerts(root: str, copy: Path) -> str:
@@ -53,6 +54,11 @@ def job_output(kafka_broker, spark, tmp_path_factory):
     produce_story(config, stories.task_group_records(stories.streams_scale_out_story(), STREAMS_GROUP, START,
                                                      "streams"))
     produce_story(config, stories.task_group_records(stories.connect_bounce_story(), "connect", START, "connect"))
+    # The second observation of the live group disagrees: it kept partition 3 on a.
+    live = [e for e in stories.real_range_group() if not (isinstance(e, dict) and e["event_time"] == 5_500)]
+    live += [stories.collector_observation(5_500, "update", "a", (0, 1, 2, 3)),
+             stories.collector_observation(5_500, "update", "b", (4, 5))]
+    produce_story(config, stories.to_records(stories.in_time_order(live), "live", START))
     run_available_now(spark, config)
     return config
 
@@ -78,10 +84,10 @@ def reports(job_output, spark, tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
     assert Path(root, "alerts").is_dir()  # the job writes alerts: eager's member expires
     old_root = without_alerts(root, out / "data-without-alerts")
-    code, err = report("--group", STREAMS_GROUP, "--output-root", old_root, "--out", str(out / "streams"))
+    code, err = report("--group", STREAMS_GROUP, "--output", old_root, "--report-dir", str(out / "streams"))
     assert code == 0, err
-    for group in ("eager", "coop", "connect"):
-        code, err = report("--group", group, "--output", root, "--out", str(out / group))
+    for group in ("eager", "coop", "connect", "live"):
+        code, err = report("--group", group, "--output", root, "--report-dir", str(out / group))
         assert code == 0, err
     return out
 
@@ -165,10 +171,22 @@ def tables_say(spark, root: str, group: str) -> dict:
             "members expired": str(events.where(F.col("event") == "expired").count()),
             "members left": str(events.where(F.col("event") == "left").count()),
             "alerts": "no alerts table in the output root" if episodes is None else
-            f"{episodes.count()} ({episodes.where(F.col('resolved') == 0).count()} still firing)"}
+            f"{episodes.count()} ({episodes.where(F.col('resolved') == 0).count()} still firing)",
+            "live group agreement": _agreement(table("assignment_checks") if Path(root, "assignment_checks").is_dir()
+                                               else None)}
 
 
-@pytest.mark.parametrize("group", ["eager", "coop", "connect"])
+def _agreement(checks) -> str:
+    from pyspark.sql import functions as F
+
+    if checks is None or checks.count() == 0:
+        return "not observed live (no assignment_checks rows for the group)"
+    last = checks.orderBy(F.col("generation").desc(), F.col("event_time").desc()).first()
+    return (f"{checks.where(F.col('agrees')).count()} of {checks.count()} compared generations agreed; "
+            f"the latest compared, generation {last.generation}, {'agreed' if last.agrees else 'differed'}")
+
+
+@pytest.mark.parametrize("group", ["eager", "coop", "connect", "live"])
 def test_summary_numbers_are_the_tables_numbers(spark, job_output, reports, group):
     expected = tables_say(spark, job_output.output.root, group)
     units = GROUPS[group]
@@ -208,7 +226,8 @@ def test_alerts_shown_when_the_table_exists_and_absence_said_plainly(reports):
     parsed = page(reports / "eager")[1]
     alerts = next(t for t in parsed.tables if t[0][:4] == ["rule", "subject", "severity", "status"])
     assert [(r[0], r[1], r[3], r[6], r[7]) for r in alerts[1:]] == [
-        ("member_expired", "", "firing", "2023-11-14 22:13:46.500 UTC", "")]  # a group-wide rule: no subject
+        ("member_expired", "", "firing", "22:13:46.500", "")]  # a group-wide rule: no subject
+    assert alerts[0][6] == "fired (UTC, 2023-11-14)"
     streams = page(reports / "streams")[1]
     assert streams.summary["alerts"] == "no alerts table in the output root"
 
@@ -230,7 +249,7 @@ def test_group_ids_are_escaped(reports):
 
 def test_window_keeps_only_its_generations(job_output, tmp_path):
     root = job_output.output.root
-    code, err = report("--group", "eager", "--output", root, "--out", str(tmp_path),
+    code, err = report("--group", "eager", "--output", root, "--report-dir", str(tmp_path),
                        "--since", "2023-11-14T22:13:25Z", "--until", str(START + 14_000))
     assert code == 0, err
     summary = page(tmp_path)[1].summary
@@ -238,97 +257,8 @@ def test_window_keeps_only_its_generations(job_output, tmp_path):
     assert summary["latest generation"] == "4 at 2023-11-14 22:13:34.000 UTC"
 
 
-def test_unknown_group_is_exit_2_naming_the_group_and_tables(job_output, tmp_path):
-    code, err = report("--group", "no-such-group", "--output", job_output.output.root, "--out", str(tmp_path))
-    assert code == 2
-    assert "no history for group 'no-such-group'" in err
-    assert "balance_metrics, assignments and member_events under" in err
-    assert not (tmp_path / "index.html").exists()
-    code, err = report("--group", "eager", "--output", job_output.output.root, "--out", str(tmp_path),
-                       "--since", str(START + 60_000))
-    assert code == 2 and "group 'eager' has 5 generation(s)" in err and "but none from 2023-11-14 22:14:20.000 UTC" in err
-
-
-@pytest.mark.parametrize("flag,value,message", [
-    ("--since", "yesterday", "--since: expected an ISO-8601 time or epoch milliseconds"),
-    ("--until", "2023-13-01", "--until: expected an ISO-8601 time or epoch milliseconds"),
-])
-def test_bad_times_are_clear_errors(tmp_path, flag, value, message):
-    code, err = report("--group", "eager", "--output", str(tmp_path), flag, value)
-    assert code == 2 and message in err and repr(value) in err
-
-
-def test_window_that_ends_before_it_starts_is_refused(tmp_path):
-    code, err = report("--group", "eager", "--output", str(tmp_path), "--since", "2023-11-15", "--until", "2023-11-14")
-    assert code == 2 and "--since (2023-11-15 00:00:00.000 UTC) is after --until (2023-11-14 00:00:00.000 UTC)" in err
-
-
-def test_time_parsing():
-    from streaming.reporting.report.window import TimeWindow, parse_time
-
-    assert parse_time("1700000000000") == START
-    assert parse_time("2023-11-14T22:13:20Z") == START
-    assert parse_time("2023-11-14T22:13:20") == START  # no offset: UTC, not the machine's zone
-    assert parse_time("2023-11-14T23:13:20+01:00") == START
-    assert TimeWindow.parse(None, "1700000000000").sql_condition("t") == f"t <= {START}"
-
-
-def test_the_cli_starts_without_pyspark_pandas_or_matplotlib():
-    code = ("import sys; from streaming.cli.main import build_parser; build_parser(); "
-            "print(sorted(m for m in ('pyspark', 'pandas', 'matplotlib') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
-# Pure parts, on histories built here (no Spark): member order, membership spans, large groups.
-
-def synthetic_history(members: int, generations: int, units: int, group_type: str = "streams"):
-    import pandas as pd
-
-    from streaming.reporting.report.history import UNITS, GroupHistory
-    from streaming.reporting.report.window import TimeWindow
-
-    ids = [f"m{i:03d}" for i in range(members)]
-    gens = pd.DataFrame([{"generation": g, "event_time": START + g * 1_000, "trigger": "join", "trigger_member": ids[0],
-                          "assignor": "range", "protocol": "eager", "group_type": group_type, "phase": "complete",
-                          "members": members, "partitions": units, "moved": g % 3, "imbalance": g % 2,
-                          "unassigned": 0, "stickiness": 1.0} for g in range(1, generations + 1)])
-    holdings = pd.DataFrame([{"generation": g, "member_id": m, "group_instance_id": None, "units": units // members}
-                             for g in range(1, generations + 1) for m in ids])
-    placements = pd.DataFrame([{"generation": g, "member_id": ids[u % members], "unit_id": f"0_{u}", "kind": "active"}
-                               for g in range(1, generations + 1) for u in range(units)])
-    events = pd.DataFrame([{"event_time": START + i, "member_id": m, "event": "joined", "group_instance_id": None,
-                            "reason": None, "previous_member_id": None, "late": False} for i, m in enumerate(ids)])
-    return GroupHistory(group_id="big", window=TimeWindow(), root="/nowhere", generations=gens, holdings=holdings,
-                        placements=placements if group_type == "streams" else None, member_events=events,
-                        alerts=None, unit_columns=UNITS[group_type])
-
-
-def test_large_groups_still_render_every_chart():
-    from streaming.reporting.report.charts import PLACEMENT_MAX_UNITS, TIMELINE_MAX_MEMBER_LANES, render_charts
-
-    history = synthetic_history(TIMELINE_MAX_MEMBER_LANES + 20, 80, PLACEMENT_MAX_UNITS + 50)
-    charts = render_charts(history)
-    assert [c.name for c in charts] == ["units-per-member.png", "balance.png", "timeline.png", "placement.png"]
-    for chart in charts:
-        assert_real_chart(chart.png)
-
-
-def test_membership_spans_follow_joins_leaves_expiries_and_static_rejoins():
-    import pandas as pd
-
-    from streaming.reporting.report.charts import member_order, membership_spans
-
-    history = synthetic_history(1, 1, 2, group_type="consumer")
-    rows = [(100, "a", "joined", None), (300, "a", "left", None), (500, "a", "rejoined", None),
-            (200, "s1", "joined", None), (400, "s2", "static_rejoin", "s1"), (250, "old", "expired", None)]
-    events = pd.DataFrame([{"event_time": t, "member_id": m, "event": e, "group_instance_id": None, "reason": None,
-                            "previous_member_id": p, "late": False} for t, m, e, p in rows])
-    holdings = pd.DataFrame([{"generation": 1, "member_id": "z-held-all-along", "group_instance_id": None, "units": 2}])
-    from dataclasses import replace
-
-    history = replace(history, member_events=events, holdings=holdings)
-    assert member_order(history) == ["z-held-all-along", "a", "s1", "old", "s2"]
-    assert membership_spans(history, 0, 1_000) == {
-        "z-held-all-along": [(0, 1_000)], "a": [(100, 300), (500, 1_000)], "s1": [(200, 400)],
-        "old": [(0, 250)], "s2": [(400, 1_000)]}
+def test_the_live_group_agreement_comes_from_the_jobs_assignment_checks(reports):
+    parsed = page(reports / "live")[1]
+    checks = next(t for t in parsed.tables if t[0][:3] == ["generation", "time (UTC, 2023-11-14)", "agrees"])
+    assert [(r[0], r[2]) for r in checks[1:]] == [("1", "yes"), ("2", "NO")]
+    assert checks[2][5].startswith("t0-3: computed m") and ", actual m" in checks[2][5]

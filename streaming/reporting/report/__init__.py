@@ -1,6 +1,6 @@
 """A group's story as an HTML page with PNG charts (``rebalance-monitor report``, docs/report.md).
 
-:mod:`.history` reads the group from the tables with Spark SQL, :mod:`.charts` draws it with
+:mod:`.history` reads the group from the tables (DataFusion, no Spark), :mod:`.charts` draws it with
 matplotlib, :mod:`.page` lays it out; :func:`write_report` writes the page and the PNGs.
 """
 
