@@ -132,4 +132,4 @@ def _print_summary(config) -> None:
         print(f"\n== {title}")
         spark.sql(sql).show(20, truncate=False)
     print("\nMore: rebalance-monitor query \"SELECT * FROM group_health\"; "
-          "rebalance-monitor report --group <group_id> --out report")
+          "rebalance-monitor report --group <group_id> --report-dir report")
