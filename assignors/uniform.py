@@ -1,49 +1,43 @@
-"""KIP-848's server-side ``UniformAssignor`` (spec sections 6.1 and 6.2).
+"""Kafka 4.1's server-side ``UniformAssignor`` (KIP-848; spec sections 6.1 and 6.2).
+
+Follows ``org.apache.kafka.coordinator.group.assignor`` of Kafka 4.1.1: ``UniformAssignor``,
+``UniformHomogeneousAssignmentBuilder`` (with KAFKA-18688, new in 4.1) and
+``UniformHeterogeneousAssignmentBuilder`` (the KAFKA-17710 rewrite).
 
 Guarantees, in priority order: **balance over stickiness**.
 
 * Balance: with identical subscriptions every member ends within one partition of every other.
   With different subscriptions the result is close to that but not always exact (Kafka accepts,
   e.g., 9/10/11 for overlapping, non-identical subscriptions).
-* Stickiness: a member keeps what it owned (its ``owned_partitions``, which play the part of
-  Kafka's current target assignment) as far as balance allows.
+* Stickiness: a member keeps what its current target assignment (``owned_partitions``) holds as far
+  as balance allows; an assignment that is already balanced is kept whole.
 
 Worked example (identical subscriptions): A owns t1-0, t1-1, t2-0, t2-1 and B owns t1-2, t2-2.
-Each member's quota is 3, so A keeps t1-0, t1-1, t2-0 and gives up t2-1, which goes to B.
+Six partitions over two members is three each: A keeps three of its four and gives up the fourth,
+which goes to B. Which of its four A keeps is the order in which Kafka's hash sets list them.
 
 :func:`assign_uniform` dispatches like Kafka's facade: the homogeneous builder when every member
-subscribes to the same set of topics, the heterogeneous one otherwise. Both builders are public so
+subscribes to the same topic names, the heterogeneous one otherwise. Both builders are public so
 that either can be run on any group (Kafka's own tests do that).
 
-Where this port has to pick an order Kafka leaves to Java hash structures:
+The group is seen as Kafka's coordinator shows it to the assignor (:mod:`assignors.server_group`):
+members in Java ``HashMap`` order of their ids, subscriptions to topics missing from the metadata
+skipped, the previous assignment walked in Java's hash-set order. Topic order: where Kafka walks a
+hash set of topic ids (the homogeneous builder) or breaks ties by topic id (the heterogeneous
+one), the port follows the topic ids when every topic in the spec has one, and topic-name order
+otherwise, which then decides ties differently from a broker (whose ids the spec does not give).
 
-* Members: spec order. Kafka iterates ``GroupSpec.memberIds()``, a ``HashMap`` key set in
-  production and a ``TreeMap`` in Kafka's tests; spec order lets a caller reproduce either.
-* Topics: our specs name topics, they carry no topic ids. Where Kafka walks a ``HashSet<Uuid>``
-  (the homogeneous builder's list of unassigned partitions, a member's current assignment) or
-  breaks ties by ``Uuid`` order (the heterogeneous builder's topic sort), this port uses topic
-  name order instead, which is deterministic. Results can therefore differ from a Kafka run whose
-  topic ids happen to hash in another order (spec scenario 46 is such a case).
-* Partitions of one topic in a member's current assignment are walked in ascending order (what a
-  Java ``HashSet<Integer>`` of small partition numbers does).
-
-Inputs Kafka never sees are normalised first: an owned partition of a topic the member no longer
-subscribes to, or that no longer exists, is dropped; a partition claimed by several members stays
-with the first of them in spec order. A member's assignment is listed sorted by
-(topic, partition); Kafka keeps unordered sets.
+A member's assignment is listed sorted by (topic, partition); Kafka keeps unordered sets.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import repeat
 
-import numpy as np
-
-from ._common import check_unique_member_ids, paused_gc, subscribers_per_topic
+from ._common import paused_gc
 from .errors import AssignmentError, InvalidGroupSpecError
 from .model import GroupAssignment, GroupSpec, TopicPartition
-from .server_range import unknown_topic_error
+from .server_group import ServerGroup, server_group
 
 __all__ = ["assign_uniform", "assign_uniform_heterogeneous", "assign_uniform_homogeneous"]
 
@@ -53,32 +47,32 @@ MAX_BALANCE_SWEEPS = 16
 
 
 def assign_uniform(spec: GroupSpec) -> GroupAssignment:
-    """Assign ``spec`` the way Kafka's server-side ``UniformAssignor`` does.
-
-    Raises :class:`AssignmentError` if a member subscribes to a topic missing from ``spec.topics``.
-    """
-    if _same_subscriptions(spec):
-        return assign_uniform_homogeneous(spec)
-    return assign_uniform_heterogeneous(spec)
+    """Assign ``spec`` the way Kafka 4.1's server-side ``UniformAssignor`` does."""
+    with paused_gc():
+        group = server_group(spec)
+        if group.homogeneous:
+            return _answer(group, _Homogeneous(group).build())
+        return _answer(group, _Heterogeneous(group).build())
 
 
 def assign_uniform_homogeneous(spec: GroupSpec) -> GroupAssignment:
     """Kafka's ``UniformHomogeneousAssignmentBuilder``: for groups whose members all subscribe to the
     same topics (raises :class:`InvalidGroupSpecError` otherwise).
 
-    Each member in order gets a quota (``total // M``, plus one for the first ``total % M``
-    members), keeps what it owned up to that quota, and gives up the rest; the members below
-    quota are then filled, in order, from the unowned and given-up partitions.
+    Members in order get a quota of ``total // M``, or one more while fewer than ``total % M`` extra
+    slots are taken; each keeps what it owned up to its quota and gives up the rest. A member that
+    cannot fill its extra slot from what it owned gives the slot up for a later member to claim
+    (KAFKA-18688), unless it is one of the last members that must take the remaining extra slots.
+    The members below quota are then filled, in order, from the unowned and given-up partitions.
     """
-    check_unique_member_ids(spec)
-    if not _same_subscriptions(spec):
-        raise InvalidGroupSpecError(
-            f"group {spec.group_id!r}: members subscribe to different topics; "
-            "use assign_uniform or assign_uniform_heterogeneous"
-        )
     with paused_gc():
-        group = _Group.load(spec)
-        return group.answer(_homogeneous(group))
+        group = server_group(spec)
+        if not group.homogeneous:
+            raise InvalidGroupSpecError(
+                f"group {spec.group_id!r}: members subscribe to different topics; "
+                "use assign_uniform or assign_uniform_heterogeneous"
+            )
+        return _answer(group, _Homogeneous(group).build())
 
 
 def assign_uniform_heterogeneous(spec: GroupSpec) -> GroupAssignment:
@@ -86,162 +80,141 @@ def assign_uniform_heterogeneous(spec: GroupSpec) -> GroupAssignment:
     subscriptions.
 
     1. Every member keeps everything it owned of the topics it still subscribes to.
-    2. Topics are taken most partitions per subscriber first (then fewer subscribers, then name);
-       each unowned partition goes to the topic's least loaded subscriber.
+    2. Topics are taken most partitions per subscriber first (then fewer subscribers, then topic
+       id); each unowned partition goes to the topic's least loaded subscriber.
     3. Balancing sweeps over the topics with two or more subscribers move a topic's partitions from
        its most loaded subscribers (their highest-numbered partition of that topic first) to its
        least loaded, until the two differ by at most one, the sweep changes nothing, or
        :data:`MAX_BALANCE_SWEEPS` is reached.
     """
-    check_unique_member_ids(spec)
     with paused_gc():
-        group = _Group.load(spec)
-        # The builder collects owners topic by topic (name order), partitions ascending.
-        return group.answer(_Heterogeneous(group).build(), in_order=True)
+        group = server_group(spec)
+        return _answer(group, _Heterogeneous(group).build())
 
 
-def _same_subscriptions(spec: GroupSpec) -> bool:
-    distinct = {m.topics for m in spec.members}  # tuples first: members often share one
-    return len({frozenset(topics) for topics in distinct}) <= 1
+def _answer(group: ServerGroup, assignment: list[dict[str, list[int]]]) -> GroupAssignment:
+    """Each member's partitions sorted by (topic, partition), members in spec order."""
+    result: dict[str, list[TopicPartition]] = {}
+    for member, by_topic in zip(group.members, assignment):
+        tps: list[TopicPartition] = []
+        for topic in sorted(by_topic):
+            parts = sorted(by_topic[topic])
+            tps.extend(map(TopicPartition, repeat(topic, len(parts)), parts))
+        result[member.member_id] = tps
+    return GroupAssignment({m.member_id: result[m.member_id] for m in group.spec.members})
 
 
-@dataclass(slots=True)
-class _Group:
-    """The spec reduced to what both builders read: members by index (spec order), their
-    subscriptions, the partition counts, and the normalised current assignment."""
+class _Homogeneous:
+    """Single-use builder; members are indices in ``memberIds()`` order."""
 
-    spec: GroupSpec
-    subscriptions: list[frozenset[str]]
-    partitions: dict[str, int]  # every subscribed topic, name order
-    owned: list[dict[str, list[int]]]  # per member: topic (name order) -> ascending partitions
-    claimed: dict[str, bytearray]  # per topic: 1 where some member owns the partition
+    def __init__(self, group: ServerGroup) -> None:
+        self.group = group
 
-    @staticmethod
-    def load(spec: GroupSpec) -> _Group:
-        by_tuple: dict[tuple[str, ...], frozenset[str]] = {}
-        subscriptions = []
-        for member in spec.members:
-            subscribed = by_tuple.get(member.topics)
-            if subscribed is None:
-                subscribed = by_tuple[member.topics] = frozenset(member.topics)
-            subscriptions.append(subscribed)
+    def build(self) -> list[dict[str, list[int]]]:
+        group = self.group
+        n_members = len(group.members)
+        if n_members == 0 or not group.subscriptions[0]:
+            return [{} for _ in range(n_members)]
+        topics = group.subscription_in_java_order(0)
+        subscribed = group.subscriptions[0]
 
-        partitions: dict[str, int] = {}
-        for topic in sorted(frozenset().union(*by_tuple.values())):
-            topic_spec = spec.topics.get(topic)
-            if topic_spec is None or topic_spec.partitions < 0:
-                raise unknown_topic_error(spec, topic)
-            partitions[topic] = topic_spec.partitions
+        # Everything no member's previous assignment holds, topic by topic; what members give up
+        # is appended after it.
+        unassigned: list[tuple[str, list[int]]] = []
+        for topic in topics:
+            flags = group.assigned.get(topic)
+            count = group.partitions[topic]
+            free = list(range(count)) if flags is None else [p for p in range(count) if not flags[p]]
+            if free:
+                unassigned.append((topic, free))
 
-        claimed = {topic: bytearray(count) for topic, count in partitions.items()}
-        owned: list[dict[str, list[int]]] = []
-        for member, subscribed in zip(spec.members, subscriptions):
-            by_topic: dict[str, list[int]] = {}
-            for topic, p in member.owned_partitions:
-                flags = claimed.get(topic)
-                if flags is None or topic not in subscribed or not 0 <= p < len(flags) or flags[p]:
-                    continue
-                flags[p] = 1
-                by_topic.setdefault(topic, []).append(p)
-            owned.append({topic: sorted(by_topic[topic]) for topic in sorted(by_topic)})
-        return _Group(spec, subscriptions, partitions, owned, claimed)
-
-    def answer(self, assignment: list[dict[str, list[int]]], *, in_order: bool = False) -> GroupAssignment:
-        """Lists sorted by (topic, partition); ``in_order`` says the builder already produced them so."""
-        result: dict[str, list[TopicPartition]] = {}
-        for member, by_topic in zip(self.spec.members, assignment):
-            tps: list[TopicPartition] = []
-            for topic in by_topic if in_order else sorted(by_topic):
-                parts = by_topic[topic] if in_order else sorted(by_topic[topic])
-                tps.extend(map(TopicPartition, repeat(topic, len(parts)), parts))
-            result[member.member_id] = tps
-        return GroupAssignment(result)
-
-
-def _homogeneous(group: _Group) -> list[dict[str, list[int]]]:
-    n_members = len(group.owned)
-    if n_members == 0 or not group.partitions:
-        return [{} for _ in range(n_members)]
-
-    # Everything no member owns, topic by topic; what members give up is appended after it.
-    unassigned: list[tuple[str, list[int]]] = []
-    for topic in group.partitions:
-        free = np.flatnonzero(np.frombuffer(group.claimed[topic], dtype=np.uint8) == 0).tolist()
-        if free:
-            unassigned.append((topic, free))
-
-    min_quota, extra = divmod(sum(group.partitions.values()), n_members)
-    assignment: list[dict[str, list[int]]] = []
-    unfilled: list[tuple[int, int]] = []
-    for index, owned in enumerate(group.owned):
-        # The extra slots go to the first members in order, whatever they own (KAFKA-18688 later
-        # let any member keep one; this is the behaviour before that fix).
-        quota = min_quota + (1 if index < extra else 0)
-        kept: dict[str, list[int]] = {}
-        for topic, parts in owned.items():
-            if len(parts) <= quota:
-                kept[topic] = parts
-                quota -= len(parts)
+        total = sum(group.partitions[t] for t in topics)
+        min_quota, extra_left = divmod(total, n_members)
+        assignment: list[dict[str, list[int]]] = []
+        unfilled: list[tuple[int, int]] = []
+        for index in range(n_members):
+            quota = min_quota
+            has_extra = extra_left > 0
+            if has_extra:
+                quota += 1
+            kept: dict[str, list[int]] = {}
+            previous = group.previous[index]
+            if sum(len(parts) for topic, parts in previous.items() if topic in subscribed) <= quota:
+                # Everything fits: the walk order does not matter.
+                for topic, parts in previous.items():
+                    if topic in subscribed:
+                        kept[topic] = parts
+                        quota -= len(parts)
             else:
-                if quota > 0:
-                    kept[topic] = parts[:quota]
-                unassigned.append((topic, parts[quota:]))
-                quota = 0
-        assignment.append(kept)
-        if quota > 0:
-            unfilled.append((index, quota))
+                for topic, parts in group.previous_in_java_order(index):
+                    if topic not in subscribed:
+                        continue
+                    if len(parts) <= quota:
+                        kept[topic] = parts
+                        quota -= len(parts)
+                        continue
+                    if quota > 0:
+                        kept[topic] = parts[:quota]
+                    unassigned.append((topic, parts[quota:]))
+                    quota = 0
+            # KAFKA-18688: a member that cannot fill its extra slot gives it up, unless it is one
+            # of the last extra_left members, which must take the remaining extra slots.
+            if quota > 0 and has_extra and n_members - index > extra_left:
+                quota -= 1
+                has_extra = False
+            if quota > 0:
+                unfilled.append((index, quota))
+            if has_extra:
+                extra_left -= 1
+            assignment.append(kept)
 
-    segment, offset = 0, 0
-    for index, wanted in unfilled:
-        kept = assignment[index]
-        while wanted > 0 and segment < len(unassigned):
-            topic, parts = unassigned[segment]
-            taken = parts[offset : offset + wanted]
-            if topic in kept:
-                kept[topic] = kept[topic] + taken
-            else:
-                kept[topic] = taken
-            wanted -= len(taken)
-            offset += len(taken)
-            if offset == len(parts):
-                segment, offset = segment + 1, 0
-    if segment < len(unassigned):
-        raise AssignmentError(
-            f"group {group.spec.group_id!r}: partitions were left unassigned "
-            f"(first: {unassigned[segment][0]!r} partition {unassigned[segment][1][offset]})"
-        )
-    return assignment
+        segment, offset = 0, 0
+        for index, wanted in unfilled:
+            kept = assignment[index]
+            while wanted > 0 and segment < len(unassigned):
+                topic, parts = unassigned[segment]
+                taken = parts[offset:offset + wanted]
+                kept[topic] = kept[topic] + taken if topic in kept else taken
+                wanted -= len(taken)
+                offset += len(taken)
+                if offset == len(parts):
+                    segment, offset = segment + 1, 0
+        if segment < len(unassigned):
+            raise AssignmentError(
+                f"group {group.spec.group_id!r}: partitions were left unassigned "
+                f"(first: {unassigned[segment][0]!r} partition {unassigned[segment][1][offset]})"
+            )
+        return assignment
 
 
 class _Heterogeneous:
-    """Single-use builder; members are indices in spec order, owners per topic are member indices
-    (-1 = unassigned) in plain lists, so the hot loops touch only integers."""
+    """Single-use builder; members are indices in ``memberIds()`` order, owners per topic are member
+    indices (-1 = unassigned) in plain lists, so the hot loops touch only integers."""
 
-    def __init__(self, group: _Group) -> None:
+    def __init__(self, group: ServerGroup) -> None:
         self.group = group
-        self.sizes = [0] * len(group.owned)
-        arrays = subscribers_per_topic(group.spec, range(len(group.owned)))
-        as_lists: dict[int, list[int]] = {}
-        self.subscribers: dict[str, list[int]] = {}
-        for topic in group.partitions:
-            array = arrays[topic]
-            if id(array) not in as_lists:
-                as_lists[id(array)] = array.tolist()
-            self.subscribers[topic] = as_lists[id(array)]
+        self.sizes = [0] * len(group.members)
+        self.subscribers: dict[str, list[int]] = {topic: [] for topic in group.partitions}
+        for index, subscribed in enumerate(group.subscriptions):
+            for topic in subscribed:
+                self.subscribers[topic].append(index)
         self.owners = {topic: [-1] * count for topic, count in group.partitions.items()}
 
-    def _topic_order_key(self, topic: str) -> tuple[float, int, str]:
-        # Most partitions per subscriber first, then fewer subscribers; topic name stands in for
-        # Kafka's topic-id tie-break.
+    def _topic_order_key(self, topic: str):
+        # Most partitions per subscriber first (compared as doubles, like Kafka), then fewer
+        # subscribers, then topic id.
         subscribers = len(self.subscribers[topic])
-        return (-(self.group.partitions[topic] / subscribers), subscribers, topic)
+        return (-(self.group.partitions[topic] / subscribers), subscribers, self.group.topic_order_key(topic))
 
     def build(self) -> list[dict[str, list[int]]]:
         n_members = len(self.sizes)
         if not self.group.partitions:
             return [{} for _ in range(n_members)]
-        for index, owned in enumerate(self.group.owned):
-            for topic, parts in owned.items():
+        for index, previous in enumerate(self.group.previous):
+            subscribed = self.group.subscriptions[index]
+            for topic, parts in previous.items():
+                if topic not in subscribed:
+                    continue
                 owners = self.owners[topic]
                 for p in parts:
                     owners[p] = index

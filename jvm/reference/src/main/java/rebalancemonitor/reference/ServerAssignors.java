@@ -17,7 +17,6 @@ import org.apache.kafka.image.TopicsImage;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -52,6 +51,10 @@ import java.util.stream.Collectors;
  * is owned but not in the metadata, i.e. deleted) an id derived from the name with
  * {@code UUID.nameUUIDFromBytes}, so runs are reproducible. Such ids are not the broker's: where
  * Kafka's answer depends on the iteration order of topic ids, a spec without ids fixes no order.
+ *
+ * <p>Answers list each member's partitions in the order Kafka's answer iterates them (topic ids in
+ * map order, partitions in set order): the order in which the coordinator's target-assignment
+ * record lists them, and so the order a later spec gives them in as {@code owned_partitions}.
  */
 final class ServerAssignors {
 
@@ -142,8 +145,6 @@ final class ServerAssignors {
                             }
                         });
                     }
-                    // Kafka keeps unordered sets: list them by topic name, then partition.
-                    list.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
                     out.put(m.memberId(), list);
                 }
                 return out;
