@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from functools import lru_cache
 from itertools import repeat
-from typing import Any, Hashable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
@@ -185,23 +185,30 @@ def _spread(h: int) -> int:
 
 
 def java_hash_order(hashes: Sequence[int], *, capacity: int | None = None,
-                    compare_keys: Sequence[Any] | None = None) -> list[int]:
+                    compare_keys: Sequence[Any] | Callable[[], Sequence[Any]] | None = None) -> list[int]:
     """The order in which a Java 17 ``HashMap``/``HashSet`` iterates distinct keys put in order.
 
     ``hashes``: each key's ``hashCode`` (unsigned 32-bit), in insertion order; the answer lists
     indices into it. ``capacity``: the table the map starts with (a power of two, e.g. from
     :func:`copy_capacity`); ``None`` for ``new HashMap<>()``, whose first put allocates 16.
-    ``compare_keys``: sort keys reproducing the keys' ``compareTo``, consulted only if a bucket
-    turns into a tree (see the module doc); without them such a bucket orders equal hashes by
-    insertion.
+    ``compare_keys``: sort keys reproducing the keys' ``compareTo`` (or a function making them),
+    consulted only if a bucket turns into a tree (see the module doc); without them such a bucket
+    orders equal hashes by insertion.
 
     Buckets are visited in index order, and a bucket lists its keys in insertion order, unless a
     bucket reached 9 keys on the way: then the table is rebuilt put by put (rare; a few us per key).
     """
-    spreads = [_spread(h) for h in hashes]
-    n = len(spreads)
+    n = len(hashes)
     start = DEFAULT_CAPACITY if capacity is None else capacity
     final = _final_capacity(n, start)
+    if n >= _VECTOR_MIN:
+        spread = np.asarray(hashes, dtype=np.int64)
+        spread ^= spread >> 16
+        if _crowded_array(spread, start):
+            return _JavaHashTable(start, spread.tolist(), compare_keys).order()
+        # A stable sort keeps the insertion order of keys that share a bucket.
+        return np.argsort(spread & (final - 1), kind="stable").tolist()
+    spreads = [_spread(h) for h in hashes]
     if n > TREEIFY_THRESHOLD and _crowded(spreads, start):
         return _JavaHashTable(start, spreads, compare_keys).order()
     mask = final - 1
@@ -224,16 +231,23 @@ def _crowded(spreads: list[int], capacity: int) -> bool:
         present = min(n, int(capacity * 0.75) + 1)
         mask = capacity - 1
         if present > TREEIFY_THRESHOLD:
-            if n >= _VECTOR_MIN:
-                counts = np.bincount(np.asarray(spreads[:present], dtype=np.int64) & mask)
-                if counts.max() > TREEIFY_THRESHOLD:
+            counts_by_bucket: dict[int, int] = {}
+            for s in spreads[:present]:
+                c = counts_by_bucket[s & mask] = counts_by_bucket.get(s & mask, 0) + 1
+                if c > TREEIFY_THRESHOLD:
                     return True
-            else:
-                counts_by_bucket: dict[int, int] = {}
-                for s in spreads[:present]:
-                    c = counts_by_bucket[s & mask] = counts_by_bucket.get(s & mask, 0) + 1
-                    if c > TREEIFY_THRESHOLD:
-                        return True
+        if present == n:
+            return False
+        capacity *= 2
+
+
+def _crowded_array(spreads: np.ndarray, capacity: int) -> bool:
+    """:func:`_crowded` for an array of spread hashes."""
+    n = len(spreads)
+    while True:
+        present = min(n, int(capacity * 0.75) + 1)
+        if present > TREEIFY_THRESHOLD and np.bincount(spreads[:present] & (capacity - 1)).max() > TREEIFY_THRESHOLD:
+            return True
         if present == n:
             return False
         capacity *= 2
@@ -259,10 +273,11 @@ class _JavaHashTable:
     tracking only what the iteration order depends on: each bucket's linked order, and for tree
     buckets the red-black tree, whose root ``moveRootToFront`` puts first."""
 
-    def __init__(self, capacity: int, spreads: list[int], compare_keys: Sequence[Any] | None) -> None:
+    def __init__(self, capacity: int, spreads: list[int],
+                 compare_keys: Sequence[Any] | Callable[[], Sequence[Any]] | None) -> None:
         self.capacity = capacity
         self.spreads = spreads
-        self.compare_keys = compare_keys
+        self.compare_keys = compare_keys() if callable(compare_keys) else compare_keys
         self.bins: list[list[_Node]] = [[] for _ in range(capacity)]
         self.trees: set[int] = set()  # indices of buckets that are trees
 
@@ -454,8 +469,8 @@ def hashmap_order(keys: Sequence[K], hash_of=None) -> list[K]:
     """
     unique = list(dict.fromkeys(keys))
     hashes = string_hashes(unique) if hash_of is None else list(map(hash_of, unique))
-    compare = [_compare_key(k) for k in unique] if len(unique) > TREEIFY_THRESHOLD else None
-    return [unique[i] for i in java_hash_order(hashes, compare_keys=compare)]
+    order = java_hash_order(hashes, compare_keys=lambda: [_compare_key(k) for k in unique])
+    return [unique[i] for i in order]
 
 
 def hashmap_order_of(items: Iterable[K], hash_of=None) -> list[K]:

@@ -108,11 +108,18 @@ class MemberSpec:
 
 @dataclass(frozen=True, slots=True)
 class GroupSpec:
-    """Everything an assignor may look at: the members (in subscription-map order) and the topics."""
+    """Everything an assignor may look at: the members (in subscription-map order) and the topics.
+
+    A spec is a value: neither it nor its ``topics`` mapping may change once built.
+    """
 
     members: tuple[MemberSpec, ...]
     topics: Mapping[str, TopicSpec]
     group_id: str = ""
+    #: Views of this spec an assignor derives once and keeps, by name (e.g. the group as Kafka's
+    #: coordinator hands it to the server-side assignors, :func:`assignors.server_group.server_group`);
+    #: not part of the spec's value.
+    views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ rest by member id, compared as Java strings (UTF-16 code units; Python's own str
 for characters beyond the Basic Multilingual Plane). Each topic is split over its subscribers in
 that order: every subscriber gets ``P // C`` partitions as one contiguous range, and the first
 ``P % C`` one more. A subscription to a topic missing from the metadata is skipped, as the
-coordinator resolves subscribed names to topic ids and drops the ones it cannot resolve.
+coordinator resolves subscribed names to topic ids and drops the ones it cannot resolve
+(:mod:`assignors.server_group`).
 
 Guarantees: per-topic balance and co-partitioning (topics with the same subscribers and partition
 count are split identically). It is not sticky: a member's current assignment is ignored, except
@@ -20,39 +21,39 @@ Kafka keeps each member's assignment as unordered sets; here each list is sorted
 
 from __future__ import annotations
 
-from ._common import check_unique_member_ids, member_info_order, paused_gc, subscribers_per_topic
-from .model import GroupAssignment, GroupSpec, TopicPartition
+import numpy as np
+
+from ._common import member_info_order, paused_gc, split_by_owner, subscribers_per_topic
+from .model import GroupAssignment, GroupSpec
+from .server_group import server_group
 
 __all__ = ["assign_server_range"]
 
 
 def assign_server_range(spec: GroupSpec) -> GroupAssignment:
     """Assign ``spec`` the way Kafka 4.1's server-side (KIP-848) range assignor does."""
-    check_unique_member_ids(spec)
     with paused_gc():
-        return _assign(spec)
-
-
-def _assign(spec: GroupSpec) -> GroupAssignment:
-    members = spec.members
-    per_member: list[list[TopicPartition]] = [[] for _ in members]
-    subscriber_arrays = subscribers_per_topic(spec, member_info_order(spec))
-    as_lists: dict[int, list[int]] = {}
-    for topic in sorted(subscriber_arrays):
-        topic_spec = spec.topics.get(topic)
-        if topic_spec is None or topic_spec.partitions <= 0:
-            continue  # not in the metadata (the coordinator cannot resolve it), or nothing to split
-        partitions = topic_spec.partitions
-        array = subscriber_arrays[topic]
-        subs = as_lists.get(id(array))
-        if subs is None:
-            subs = as_lists[id(array)] = array.tolist()
-        floor, extras = divmod(partitions, len(subs))
-        tps = topic_spec.partition_objects if topic_spec.name == topic else \
-            [TopicPartition(topic, p) for p in range(partitions)]
-        start = 0
-        for k in range(min(len(subs), partitions)):
-            end = start + floor + (1 if k < extras else 0)
-            per_member[subs[k]].extend(tps[start:end])
-            start = end
-    return GroupAssignment({m.member_id: per_member[i] for i, m in enumerate(members)})
+        group = server_group(spec)
+        topics, offsets, partitions = group.partition_layout
+        subscribers = subscribers_per_topic(spec, member_info_order(spec))
+        # Every partition's owner (an index into spec.members), topic after topic in name order:
+        # a stable split by owner then lists each member's partitions sorted. Topics with the same
+        # subscribers and partition count are split alike, so each such split is computed once.
+        splits: dict[tuple[int, int], np.ndarray] = {}
+        owners = []
+        for t, topic in enumerate(topics):
+            count = offsets[t + 1] - offsets[t]
+            subs = subscribers[topic]
+            split = splits.get((id(subs), count))
+            if split is None:
+                floor, extras = divmod(count, len(subs))
+                takers = subs[:min(len(subs), count)]
+                split = splits[(id(subs), count)] = np.repeat(takers, floor + (np.arange(len(takers)) < extras))
+            owners.append(split)
+        n_members = len(spec.members)
+        if len(splits) == 1 and owners:
+            owner_of = np.tile(owners[0], len(owners))
+        else:
+            owner_of = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+        lists = split_by_owner(n_members, owner_of, partitions)
+        return GroupAssignment(dict(zip(group.spec_member_ids, lists)))

@@ -32,14 +32,16 @@ A member's assignment is listed sorted by (topic, partition); Kafka keeps unorde
 
 from __future__ import annotations
 
-from itertools import repeat
+from bisect import bisect_right
 
-from ._common import paused_gc
+import numpy as np
+
+from ._common import paused_gc, split_by_owner
 from .errors import AssignmentError, InvalidGroupSpecError
 from .model import GroupAssignment, GroupSpec, TopicPartition
 from .server_group import ServerGroup, server_group
 
-__all__ = ["assign_uniform", "assign_uniform_heterogeneous", "assign_uniform_homogeneous"]
+__all__ = ["assign_uniform", "assign_uniform_heterogeneous", "assign_uniform_homogeneous", "homogeneous_quotas"]
 
 #: Kafka's cap on balancing sweeps over the topics (``MAX_ITERATION_COUNT``): each sweep roughly
 #: halves the imbalance of overlapping subscriptions, and identical ones settle in one.
@@ -51,7 +53,7 @@ def assign_uniform(spec: GroupSpec) -> GroupAssignment:
     with paused_gc():
         group = server_group(spec)
         if group.homogeneous:
-            return _answer(group, _Homogeneous(group).build())
+            return _answer(group, _homogeneous(group))
         return _answer(group, _Heterogeneous(group).build())
 
 
@@ -72,7 +74,7 @@ def assign_uniform_homogeneous(spec: GroupSpec) -> GroupAssignment:
                 f"group {spec.group_id!r}: members subscribe to different topics; "
                 "use assign_uniform or assign_uniform_heterogeneous"
             )
-        return _answer(group, _Homogeneous(group).build())
+        return _answer(group, _homogeneous(group))
 
 
 def assign_uniform_heterogeneous(spec: GroupSpec) -> GroupAssignment:
@@ -92,201 +94,237 @@ def assign_uniform_heterogeneous(spec: GroupSpec) -> GroupAssignment:
         return _answer(group, _Heterogeneous(group).build())
 
 
-def _answer(group: ServerGroup, assignment: list[dict[str, list[int]]]) -> GroupAssignment:
-    """Each member's partitions sorted by (topic, partition), members in spec order."""
-    result: dict[str, list[TopicPartition]] = {}
-    for member, by_topic in zip(group.members, assignment):
-        tps: list[TopicPartition] = []
-        for topic in sorted(by_topic):
-            parts = sorted(by_topic[topic])
-            tps.extend(map(TopicPartition, repeat(topic, len(parts)), parts))
-        result[member.member_id] = tps
-    return GroupAssignment({m.member_id: result[m.member_id] for m in group.spec.members})
+def _answer(group: ServerGroup, answers: list[list[TopicPartition]]) -> GroupAssignment:
+    """The builders' answers (in Kafka's member order) keyed by member id, members in spec order."""
+    return GroupAssignment(dict(zip(group.spec_member_ids, map(answers.__getitem__, group.index_of_spec_member))))
 
 
-class _Homogeneous:
-    """Single-use builder; members are indices in ``memberIds()`` order."""
+# --- homogeneous (spec 6.1) ----------------------------------------------------------------------
 
-    def __init__(self, group: ServerGroup) -> None:
-        self.group = group
 
-    def build(self) -> list[dict[str, list[int]]]:
-        group = self.group
-        n_members = len(group.members)
-        if n_members == 0 or not group.subscriptions[0]:
-            return [{} for _ in range(n_members)]
-        topics = group.subscription_in_java_order(0)
-        subscribed = group.subscriptions[0]
+def homogeneous_quotas(owned: np.ndarray, min_quota: int, extra: int) -> np.ndarray:
+    """Each member's quota in the homogeneous builder, given how many partitions each member (in
+    Kafka's order) owned of the subscribed topics.
 
-        # Everything no member's previous assignment holds, topic by topic; what members give up
-        # is appended after it.
-        unassigned: list[tuple[str, list[int]]] = []
-        for topic in topics:
-            flags = group.assigned.get(topic)
-            count = group.partitions[topic]
-            free = list(range(count)) if flags is None else [p for p in range(count) if not flags[p]]
-            if free:
-                unassigned.append((topic, free))
+    Kafka walks the members once: while ``extra`` slots are left a member may take ``min_quota + 1``;
+    it keeps the extra slot if it owned that many, and otherwise gives it up, unless the members left
+    (itself included) are no more than the slots left, which they then must all take. Until that
+    point only members that owned more than ``min_quota`` use up slots, so the slots left before
+    member ``i`` are ``extra`` minus the earlier such members, and everything follows from that
+    count (computed for all members at once).
+    """
+    n = len(owned)
+    quotas = np.full(n, min_quota, dtype=np.int64)
+    if extra == 0:
+        return quotas
+    over = owned > min_quota
+    over_before = np.cumsum(over) - over
+    slots_left = np.maximum(extra - over_before, 0)
+    quotas[(slots_left > 0) & over] = min_quota + 1
+    must_take = np.flatnonzero(n - np.arange(n) <= slots_left)
+    if len(must_take):
+        quotas[must_take[0]:] = min_quota + 1
+    return quotas
 
-        total = sum(group.partitions[t] for t in topics)
-        min_quota, extra_left = divmod(total, n_members)
-        assignment: list[dict[str, list[int]]] = []
-        unfilled: list[tuple[int, int]] = []
-        for index in range(n_members):
-            quota = min_quota
-            has_extra = extra_left > 0
-            if has_extra:
-                quota += 1
-            kept: dict[str, list[int]] = {}
-            previous = group.previous[index]
-            if sum(len(parts) for topic, parts in previous.items() if topic in subscribed) <= quota:
-                # Everything fits: the walk order does not matter.
-                for topic, parts in previous.items():
-                    if topic in subscribed:
-                        kept[topic] = parts
-                        quota -= len(parts)
+
+def _homogeneous(group: ServerGroup) -> list[list[TopicPartition]]:
+    """``UniformHomogeneousAssignmentBuilder.build``: each member's partitions, sorted."""
+    n_members = len(group.members)
+    topics = group.homogeneous_topics
+    if not topics:
+        return [[] for _ in range(n_members)]
+    subscribed = group.subscriptions[0]
+    min_quota, extra = divmod(sum(map(group.partitions.__getitem__, topics)), n_members)
+    owned = group.kept_counts
+    quotas = homogeneous_quotas(owned, min_quota, extra)
+    # Copies: the view is kept for later calls. (With no previous assignment, every list is empty.)
+    answers = list(map(list, group.previous_lists)) if group.any_previous else None
+
+    # maybeRevokePartitions: a member over its quota keeps what comes first in Kafka's walk of its
+    # previous assignment and gives up the rest, appended to the unassigned list in member order.
+    unowned, descents = group.unowned()
+    given_up: list[TopicPartition] = []
+    for index in np.flatnonzero(owned > quotas).tolist():
+        quota = int(quotas[index])
+        kept: list[TopicPartition] = []
+        for topic, parts in group.previous_in_java_order(index):
+            if topic not in subscribed:
+                continue
+            objects = group.partition_objects(topic)
+            if quota >= len(parts):
+                kept.extend(map(objects.__getitem__, parts))
+                quota -= len(parts)
             else:
-                for topic, parts in group.previous_in_java_order(index):
-                    if topic not in subscribed:
-                        continue
-                    if len(parts) <= quota:
-                        kept[topic] = parts
-                        quota -= len(parts)
-                        continue
-                    if quota > 0:
-                        kept[topic] = parts[:quota]
-                    unassigned.append((topic, parts[quota:]))
-                    quota = 0
-            # KAFKA-18688: a member that cannot fill its extra slot gives it up, unless it is one
-            # of the last extra_left members, which must take the remaining extra slots.
-            if quota > 0 and has_extra and n_members - index > extra_left:
-                quota -= 1
-                has_extra = False
-            if quota > 0:
-                unfilled.append((index, quota))
-            if has_extra:
-                extra_left -= 1
-            assignment.append(kept)
+                kept.extend(map(objects.__getitem__, parts[:quota]))
+                given_up.extend(map(objects.__getitem__, parts[quota:]))
+                quota = 0
+        kept.sort()
+        answers[index] = kept
 
-        segment, offset = 0, 0
-        for index, wanted in unfilled:
-            kept = assignment[index]
-            while wanted > 0 and segment < len(unassigned):
-                topic, parts = unassigned[segment]
-                taken = parts[offset:offset + wanted]
-                kept[topic] = kept[topic] + taken if topic in kept else taken
-                wanted -= len(taken)
-                offset += len(taken)
-                if offset == len(parts):
-                    segment, offset = segment + 1, 0
-        if segment < len(unassigned):
-            raise AssignmentError(
-                f"group {group.spec.group_id!r}: partitions were left unassigned "
-                f"(first: {unassigned[segment][0]!r} partition {unassigned[segment][1][offset]})"
-            )
-        return assignment
+    # assignRemainingPartitions: members below their quota, in order, take consecutive shares of
+    # the unassigned list.
+    wanting = np.maximum(quotas - owned, 0)
+    ends = np.cumsum(wanting)
+    pool = unowned + given_up if given_up else unowned
+    if int(ends[-1]) != len(pool):
+        raise AssignmentError(f"group {group.spec.group_id!r}: {len(pool)} partitions to hand out for"
+                              f" {int(ends[-1])} free slots; this is a bug in the assignor")
+    receivers = np.flatnonzero(wanting)
+    ends = ends[receivers]
+    starts = ends - wanting[receivers]
+    shares = list(map(pool.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+    # A share is sorted already unless it spans the start of a topic that sorts before the one
+    # before it, or reaches into the given-up partitions; a receiver that kept some needs a merge.
+    unsorted = (np.searchsorted(descents, starts, side="right") < np.searchsorted(descents, ends, side="left")) \
+        | (ends > len(unowned)) | (owned[receivers] > 0)
+    receivers = receivers.tolist()
+    for k in np.flatnonzero(unsorted).tolist():
+        share = shares[k]
+        if answers is not None:
+            share += answers[receivers[k]]
+        share.sort()
+    if answers is None:
+        if len(receivers) == n_members:
+            return shares
+        answers = [[] for _ in range(n_members)]
+    for index, share in zip(receivers, shares):
+        answers[index] = share
+    return answers
+
+
+# --- heterogeneous (spec 6.2) --------------------------------------------------------------------
 
 
 class _Heterogeneous:
-    """Single-use builder; members are indices in ``memberIds()`` order, owners per topic are member
-    indices (-1 = unassigned) in plain lists, so the hot loops touch only integers."""
+    """Single-use builder over the group's :class:`~assignors.server_group.TopicLayout`: topics are
+    numbers (name order), members are indices in ``memberIds()`` order, and the owner of every
+    partition sits in one flat list (-1 = unassigned), topic after topic."""
 
     def __init__(self, group: ServerGroup) -> None:
         self.group = group
-        self.sizes = [0] * len(group.members)
-        self.subscribers: dict[str, list[int]] = {topic: [] for topic in group.partitions}
-        for index, subscribed in enumerate(group.subscriptions):
-            for topic in subscribed:
-                self.subscribers[topic].append(index)
-        self.owners = {topic: [-1] * count for topic, count in group.partitions.items()}
+        self.layout = group.topic_layout
+        self.owners: list[int] = self.layout.previous_owners.tolist()
+        # Every member keeps everything it owned of the topics it still subscribes to.
+        self.sizes: list[int] = group.kept_counts.tolist()
 
-    def _topic_order_key(self, topic: str):
-        # Most partitions per subscriber first (compared as doubles, like Kafka), then fewer
-        # subscribers, then topic id.
-        subscribers = len(self.subscribers[topic])
-        return (-(self.group.partitions[topic] / subscribers), subscribers, self.group.topic_order_key(topic))
+    def _topics_in_kafka_order(self, topics: np.ndarray) -> list[int]:
+        """``topicComparator``: partitions per subscriber descending (as doubles), then fewer
+        subscribers, then topic id."""
+        layout = self.layout
+        subscribers = layout.subscriber_counts[topics]
+        per_subscriber = layout.counts[topics] / subscribers
+        return topics[np.lexsort((layout.rank[topics], subscribers, -per_subscriber))].tolist()
 
-    def build(self) -> list[dict[str, list[int]]]:
-        n_members = len(self.sizes)
-        if not self.group.partitions:
-            return [{} for _ in range(n_members)]
-        for index, previous in enumerate(self.group.previous):
-            subscribed = self.group.subscriptions[index]
-            for topic, parts in previous.items():
-                if topic not in subscribed:
-                    continue
-                owners = self.owners[topic]
-                for p in parts:
-                    owners[p] = index
-                self.sizes[index] += len(parts)
-
+    def build(self) -> list[list[TopicPartition]]:
+        n_members = len(self.group.members)
+        if not self.layout.topics:
+            return [[] for _ in range(n_members)]
         self._assign_unowned()
         self._balance()
-
-        assignment: list[dict[str, list[int]]] = [{} for _ in range(n_members)]
-        for topic, owners in self.owners.items():
-            for p, owner in enumerate(owners):
-                assignment[owner].setdefault(topic, []).append(p)
-        return assignment
-
-    def _move(self, topic: str, p: int, to: int) -> None:
-        owners = self.owners[topic]
-        if owners[p] >= 0:
-            self.sizes[owners[p]] -= 1
-        owners[p] = to
-        self.sizes[to] += 1
+        # Positions run topic by topic in name order, partitions ascending: a stable split by owner
+        # lists each member's partitions sorted.
+        return split_by_owner(n_members, np.array(self.owners, dtype=np.int64), self.layout.partitions)
 
     def _assign_unowned(self) -> None:
-        levels = _Levels(self.sizes)
-        pending = {t: [p for p, o in enumerate(owners) if o < 0] for t, owners in self.owners.items()}
-        for topic in sorted((t for t in pending if pending[t]), key=self._topic_order_key):
-            levels.reset(self.subscribers[topic])
-            for p in pending[topic]:
-                self._move(topic, p, levels.next_least_loaded())
+        """``assignRemainingPartitions``: topic by topic, each unassigned partition (ascending) to the
+        topic's least loaded subscriber.
+
+        Kafka's balancer sorts the subscribers by (size, index) and deals in rounds: round ``r``
+        gives one partition to each subscriber whose size was at most the smallest plus ``r``, in
+        that sorted order. The rounds are dealt whole here rather than partition by partition.
+        """
+        layout, owners, sizes = self.layout, self.owners, self.sizes
+        free = layout.previous_owners < 0
+        free_before = np.concatenate(([0], np.cumsum(free)))
+        pending = (free_before[layout.offsets[1:]] - free_before[layout.offsets[:-1]]).tolist()
+        offsets = layout.offsets.tolist()
+        subscribers_of = layout.subscriber_lists
+        for t in self._topics_in_kafka_order(np.flatnonzero(pending)):
+            count, start, end = pending[t], offsets[t], offsets[t + 1]
+            subscribers = subscribers_of[t]
+            held = list(map(sizes.__getitem__, subscribers))
+            lowest = min(held)
+            # Round 0 alone often covers the topic: the least loaded subscribers, by index.
+            dealt = [m for m, h in zip(subscribers, held) if h == lowest] if lowest < max(held) else list(subscribers)
+            if len(dealt) < count:
+                in_order = sorted(subscribers, key=sizes.__getitem__)  # stable: ties by index
+                held = sorted(held)
+                level = lowest + 1
+                while len(dealt) < count:
+                    dealt += in_order[:bisect_right(held, level)]
+                    level += 1
+            del dealt[count:]
+            for member in dealt:
+                sizes[member] += 1
+            if count == end - start:
+                owners[start:end] = dealt
+            else:
+                for position, member in zip((p for p in range(start, end) if owners[p] < 0), dealt):
+                    owners[position] = member
 
     def _balance(self) -> None:
-        topics = sorted(
-            (t for t, subs in self.subscribers.items() if len(subs) >= 2), key=self._topic_order_key
-        )
+        """``balanceTopics``: sweeps over the topics with two or more subscribers until a whole
+        sweep moves nothing (or :data:`MAX_BALANCE_SWEEPS`)."""
+        layout = self.layout
+        topics = self._topics_in_kafka_order(np.flatnonzero(layout.subscriber_counts >= 2))
         if not topics:
             return
         levels = _Levels(self.sizes)
+        # Whether a topic's subscribers are balanced depends only on their sizes: topics with the
+        # same subscribers need one look until a move changes some size.
+        balanced_at: dict[int, int] = {}
+        moves = 0
         last_changed = -1
         for _ in range(MAX_BALANCE_SWEEPS):
-            for i, topic in enumerate(topics):
+            for i, t in enumerate(topics):
                 # Back at the last topic that changed anything: a whole sweep went by without a move.
                 if i == last_changed:
                     return
-                if self._balance_topic(topic, levels) > 0 or last_changed == -1:
+                subscriber_set = layout.subscriber_set[t]
+                moved = 0
+                if balanced_at.get(subscriber_set) != moves:
+                    if levels.reset(layout.subscriber_lists[t]) <= 1:
+                        balanced_at[subscriber_set] = moves
+                    else:
+                        moved = self._balance_topic(t, levels)
+                        moves += moved
+                if moved > 0 or last_changed == -1:
                     last_changed = i
 
-    def _balance_topic(self, topic: str, levels: _Levels) -> int:
-        if levels.reset(self.subscribers[topic]) <= 1:
-            return 0
-        owners = self.owners[topic]
+    def _balance_topic(self, t: int, levels: _Levels) -> int:
+        """``balanceTopic`` past its first check (``levels`` reset to the topic's subscribers, which
+        differ by more than one): moves partitions of topic ``t`` from its most to its least loaded
+        subscribers; the number moved."""
+        start = int(self.layout.offsets[t])
+        end = int(self.layout.offsets[t + 1])
+        owners = self.owners
+        owner_of = owners[start:end]
         # Each owner's partitions of this topic as one ascending run, so "its highest remaining
         # partition" is the run's end; moved partitions fall outside every run and stay put.
-        by_owner = sorted(range(len(owners)), key=owners.__getitem__)
-        start: dict[int, int] = {}
-        end: dict[int, int] = {}
+        by_owner = sorted(range(len(owner_of)), key=owner_of.__getitem__)
+        run_start: dict[int, int] = {}
+        run_end: dict[int, int] = {}
         for i, p in enumerate(by_owner):
-            start.setdefault(owners[p], i)
-            end[owners[p]] = i + 1
+            run_start.setdefault(owner_of[p], i)
+            run_end[owner_of[p]] = i + 1
 
+        sizes = self.sizes
         moved = 0
         while not levels.balanced():
             donor = levels.next_most_loaded()
-            while donor >= 0 and end.get(donor, 0) - start.get(donor, 0) <= 0:
+            while donor >= 0 and run_end.get(donor, 0) - run_start.get(donor, 0) <= 0:
                 levels.exclude_last_most_loaded()
                 donor = levels.next_most_loaded()
             if donor < 0:
                 break
-            end[donor] -= 1
-            p = by_owner[end[donor]]
+            run_end[donor] -= 1
+            p = by_owner[run_end[donor]]
             receiver = levels.next_least_loaded()
             if levels.balanced():
                 break
-            self._move(topic, p, receiver)
+            sizes[owner_of[p]] -= 1
+            sizes[receiver] += 1
+            owners[start + p] = receiver
             moved += 1
         return moved
 

@@ -359,7 +359,8 @@ def test_our_server_side_assignor_is_exactly_kafkas(assignor, corpus):
 
 def _difference(spec: GroupSpec, ours: dict, java: dict) -> str:
     members = [m for m in java if set(ours.get(m, ())) != set(java[m])]
-    diffs = [f"{m}: ours {sorted(ours.get(m, []))} Kafka {sorted(java[m])}" for m in members[:3]]
+    diffs = [f"{m}: only ours {sorted(map(tuple, set(ours.get(m, ())) - set(java[m])))},"
+             f" only Kafka's {sorted(map(tuple, set(java[m]) - set(ours.get(m, ()))))}" for m in members[:3]]
     return (f"{len(members)} members differ (balance score ours {balance_score(ours)}, Kafka {balance_score(java)};"
             f" moves ours {moves(spec, ours)}, Kafka {moves(spec, java)}): " + "; ".join(diffs))
 
