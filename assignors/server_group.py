@@ -41,7 +41,7 @@ from itertools import chain
 
 import numpy as np
 
-from ._common import check_unique_member_ids
+from ._common import check_unique_member_ids, subscription_classes
 from .java_order import (
     copy_capacity,
     hashmap_order,
@@ -161,6 +161,11 @@ class ServerGroup:
         return [TopicPartition(topic, p) for p in range(topic_spec.partitions)]
 
     @cached_property
+    def subscription_classes(self) -> tuple[dict[tuple[str, ...], int], list[int]]:
+        """:func:`~assignors._common.subscription_classes` of the members (in spec order)."""
+        return subscription_classes(self.spec.members)
+
+    @cached_property
     def kept_counts(self) -> np.ndarray:
         """Per member, how many partitions of its previous assignment are of topics it subscribes to."""
         counts = [sum(len(parts) for topic, parts in previous.items() if topic in subscribed) if previous else 0
@@ -244,39 +249,54 @@ class ServerGroup:
         return [existing[i] for i in order]
 
     @cached_property
-    def homogeneous_layout(self) -> tuple[list[TopicPartition], np.ndarray, np.ndarray]:
-        """Every partition of :attr:`homogeneous_topics`, topic by topic in that order, each topic's
-        ascending; whether a previous assignment holds it (the inverted index, laid out the same
-        way); and the positions where a topic that sorts before the previous one by name starts."""
-        runs = []
-        held = []
-        descents = []
-        position = 0
-        previous_topic = None
-        for topic in self.homogeneous_topics:
-            objects = self.partition_objects(topic)
-            if not objects:
-                continue
-            flags = self.assigned.get(topic)
-            held.append(np.zeros(len(objects), dtype=bool) if flags is None else
-                        np.frombuffer(flags, dtype=np.uint8).astype(bool))
-            if previous_topic is not None and topic < previous_topic:
-                descents.append(position)
-            runs.append(objects)
-            position += len(objects)
-            previous_topic = topic
-        flat = list(chain.from_iterable(runs))
-        return flat, (np.concatenate(held) if held else np.zeros(0, dtype=bool)), np.array(descents, dtype=np.int64)
+    def walk_layout(self) -> WalkLayout:
+        """The partitions of :attr:`homogeneous_topics` laid out in that order."""
+        return WalkLayout(self)
 
     def unowned(self) -> tuple[list[TopicPartition], np.ndarray]:
         """The partitions no previous assignment holds (``!isPartitionAssigned``) in the homogeneous
-        builder's order (:attr:`homogeneous_layout`), and where in that list a topic that sorts
-        before the previous one by name starts: a member's share that spans one must be sorted."""
-        flat, held, descents = self.homogeneous_layout
+        builder's order (:class:`WalkLayout`), and where in that list a topic that sorts before
+        the previous one by name starts: a member's share that spans one must be sorted."""
+        walk = self.walk_layout
         if not self.any_previous:
-            return list(flat), descents
-        free = np.flatnonzero(~held)
-        return list(map(flat.__getitem__, free.tolist())), np.searchsorted(free, descents)
+            return list(walk.partitions), walk.descents
+        free = np.flatnonzero(~walk.held)
+        return list(map(walk.partitions.__getitem__, free.tolist())), np.searchsorted(free, walk.descents)
+
+
+class WalkLayout:
+    """Every partition of the homogeneous builder's topics (:attr:`ServerGroup.homogeneous_topics`),
+    topic by topic in that order, each topic's ascending: ``partitions`` (``TopicPartition``),
+    ``held`` (whether a previous assignment holds it: the inverted index laid out the same way),
+    ``in_name_order`` (its position in :attr:`ServerGroup.partition_layout`), ``descents`` (the
+    positions where a topic that sorts before the previous one by name starts) and ``total``."""
+
+    def __init__(self, group: ServerGroup) -> None:
+        names, offsets, _ = group.partition_layout
+        offset_of = dict(zip(names, offsets))
+        runs, held, positions, descents = [], [], [], []
+        total = 0
+        previous_topic = None
+        for topic in group.homogeneous_topics:
+            objects = group.partition_objects(topic)
+            if not objects:
+                continue
+            flags = group.assigned.get(topic)
+            held.append(np.zeros(len(objects), dtype=bool) if flags is None else
+                        np.frombuffer(flags, dtype=np.uint8).astype(bool))
+            positions.append(np.arange(offset_of[topic], offset_of[topic] + len(objects), dtype=np.int64))
+            if previous_topic is not None and topic < previous_topic:
+                descents.append(total)
+            runs.append(objects)
+            total += len(objects)
+            previous_topic = topic
+        self.partitions: list[TopicPartition] = list(chain.from_iterable(runs))
+        self.held = np.concatenate(held) if held else np.zeros(0, dtype=bool)
+        self.in_name_order = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
+        self.descents = np.array(descents, dtype=np.int64)
+        self.total = total
+        #: Where each topic starts in the name-ordered layout (for given-up partitions).
+        self.name_offsets = offset_of
 
 
 def partition_set_order(partitions: list[int]) -> list[int]:

@@ -35,25 +35,45 @@ def assign_server_range(spec: GroupSpec) -> GroupAssignment:
     with paused_gc():
         group = server_group(spec)
         topics, offsets, partitions = group.partition_layout
-        subscribers = subscribers_per_topic(spec, member_info_order(spec))
-        # Every partition's owner (an index into spec.members), topic after topic in name order:
-        # a stable split by owner then lists each member's partitions sorted. Topics with the same
-        # subscribers and partition count are split alike, so each such split is computed once.
-        splits: dict[tuple[int, int], np.ndarray] = {}
-        owners = []
+        subscribers = subscribers_per_topic(spec, member_info_order(spec), group.subscription_classes)
+        # Each topic is split over its subscribers in order; topics with the same subscribers and
+        # partition count are split alike, so each such split is computed once.
+        splits: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        split_of = []
         for t, topic in enumerate(topics):
             count = offsets[t + 1] - offsets[t]
             subs = subscribers[topic]
-            split = splits.get((id(subs), count))
-            if split is None:
+            key = (id(subs), count)
+            if key not in splits:
                 floor, extras = divmod(count, len(subs))
                 takers = subs[:min(len(subs), count)]
-                split = splits[(id(subs), count)] = np.repeat(takers, floor + (np.arange(len(takers)) < extras))
-            owners.append(split)
+                splits[key] = (takers, floor + (np.arange(len(takers)) < extras))
+            split_of.append(key)
         n_members = len(spec.members)
-        if len(splits) == 1 and owners:
-            owner_of = np.tile(owners[0], len(owners))
+        if len(splits) == 1:
+            lists = _same_split_everywhere(n_members, *splits[split_of[0]], np.array(offsets[:-1]), partitions)
         else:
-            owner_of = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
-        lists = split_by_owner(n_members, owner_of, partitions)
+            # Every partition's owner, topic after topic in name order: a stable split by owner
+            # lists each member's partitions sorted.
+            repeated = {key: np.repeat(*split) for key, split in splits.items()}
+            owner_of = np.concatenate([repeated[key] for key in split_of]) if split_of else np.zeros(0, dtype=np.int64)
+            lists = split_by_owner(n_members, owner_of, partitions)
         return GroupAssignment(dict(zip(group.spec_member_ids, lists)))
+
+
+def _same_split_everywhere(n_members: int, takers: np.ndarray, sizes: np.ndarray, starts: np.ndarray,
+                           partitions: np.ndarray) -> list[list]:
+    """Every topic split the same way (one subscriber list, one partition count; the usual
+    homogeneous group): a taker's partitions are the same range of every topic, so the answer is
+    gathered in one take, one row per taker, each row topic by topic in name order."""
+    lists: list[list] = [[] for _ in range(n_members)]
+    first = np.cumsum(sizes) - sizes
+    for size in np.unique(sizes).tolist():
+        if size == 0:
+            continue
+        rows = np.flatnonzero(sizes == size)
+        # positions[row, topic, i] = start of the topic + the row's first partition + i
+        positions = starts[None, :, None] + first[rows][:, None, None] + np.arange(size)[None, None, :]
+        for member, row in zip(takers[rows].tolist(), partitions[positions.reshape(len(rows), -1)].tolist()):
+            lists[member] = row
+    return lists

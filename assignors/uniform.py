@@ -130,11 +130,11 @@ def homogeneous_quotas(owned: np.ndarray, min_quota: int, extra: int) -> np.ndar
 def _homogeneous(group: ServerGroup) -> list[list[TopicPartition]]:
     """``UniformHomogeneousAssignmentBuilder.build``: each member's partitions, sorted."""
     n_members = len(group.members)
-    topics = group.homogeneous_topics
-    if not topics:
+    walk = group.walk_layout
+    if not walk.total:
         return [[] for _ in range(n_members)]
     subscribed = group.subscriptions[0]
-    min_quota, extra = divmod(sum(map(group.partitions.__getitem__, topics)), n_members)
+    min_quota, extra = divmod(walk.total, n_members)
     owned = group.kept_counts
     quotas = homogeneous_quotas(owned, min_quota, extra)
     # Copies: the view is kept for later calls. (With no previous assignment, every list is empty.)
@@ -172,11 +172,13 @@ def _homogeneous(group: ServerGroup) -> list[list[TopicPartition]]:
     receivers = np.flatnonzero(wanting)
     ends = ends[receivers]
     starts = ends - wanting[receivers]
-    shares = list(map(pool.__getitem__, map(slice, starts.tolist(), ends.tolist())))
     # A share is sorted already unless it spans the start of a topic that sorts before the one
     # before it, or reaches into the given-up partitions; a receiver that kept some needs a merge.
     unsorted = (np.searchsorted(descents, starts, side="right") < np.searchsorted(descents, ends, side="left")) \
         | (ends > len(unowned)) | (owned[receivers] > 0)
+    if np.count_nonzero(unsorted) > _MANY_SORTS:
+        return _homogeneous_in_bulk(group, receivers, wanting[receivers], given_up)
+    shares = list(map(pool.__getitem__, map(slice, starts.tolist(), ends.tolist())))
     receivers = receivers.tolist()
     for k in np.flatnonzero(unsorted).tolist():
         share = shares[k]
@@ -190,6 +192,25 @@ def _homogeneous(group: ServerGroup) -> list[list[TopicPartition]]:
     for index, share in zip(receivers, shares):
         answers[index] = share
     return answers
+
+
+#: Above this many shares to sort (one per topic boundary they span, when the topic-id order is
+#: not the name order), every member's list is rebuilt in one stable split by owner instead.
+_MANY_SORTS = 32
+
+
+def _homogeneous_in_bulk(group: ServerGroup, receivers: np.ndarray, wanting: np.ndarray,
+                         given_up: list[TopicPartition]) -> list[list[TopicPartition]]:
+    """The receivers' shares placed on a flat owner array in name order (see
+    :class:`~assignors.server_group.WalkLayout`), each member's list then split off it sorted."""
+    walk = group.walk_layout
+    owners = group.topic_layout.previous_owners.copy()
+    pool = walk.in_name_order[~walk.held] if group.any_previous else walk.in_name_order
+    if given_up:
+        offsets = walk.name_offsets
+        pool = np.concatenate((pool, np.array([offsets[t] + p for t, p in given_up], dtype=np.int64)))
+    owners[pool] = np.repeat(receivers, wanting)
+    return split_by_owner(len(group.members), owners, group.partition_layout[2])
 
 
 # --- heterogeneous (spec 6.2) --------------------------------------------------------------------

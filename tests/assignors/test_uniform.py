@@ -224,3 +224,28 @@ def test_uniform_second_round_for_ten_thousand_members_keeps_every_stayer_whole(
     answer = assign_uniform(spec).assignment
     assert all(answer[m.member_id] == list(m.owned_partitions) for m in stayers)
     assert sorted(answer["newcomer"]) == sorted(first["c00000"])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_uniform_homogeneous_bulk_and_per_member_answers_are_the_same(seed, monkeypatch):
+    # Groups whose topic-id order is not the name order leave many shares to sort; those are then
+    # built in one split by owner instead. Both ways must give the same answer.
+    import random
+
+    import assignors.uniform as uniform
+
+    rng = random.Random(seed)
+    for _ in range(20):
+        topics = [f"t{i}" for i in range(rng.randint(1, 12))]
+        counts = {t: rng.randint(0, 30) for t in topics}
+        ids = {t: uuid.UUID(int=rng.getrandbits(128) | 2) for t in topics}
+        members = []
+        for i in range(rng.randint(1, 40)):
+            owned = [tp for t in topics for tp in tps(t, *[p for p in range(counts[t]) if rng.random() < 0.05])]
+            members.append(member(f"m{i}", topics, owned))
+        spec = with_ids(group(*members, topics=counts), ids) if rng.random() < 0.7 else group(*members, topics=counts)
+        monkeypatch.setattr(uniform, "_MANY_SORTS", 10**9)
+        per_member = assign_uniform(spec).assignment
+        monkeypatch.setattr(uniform, "_MANY_SORTS", -1)
+        spec = GroupSpec(spec.members, spec.topics, spec.group_id)  # a fresh view
+        assert assign_uniform(spec).assignment == per_member
