@@ -2,7 +2,9 @@
 
 Follows ``org.apache.kafka.coordinator.group.assignor`` of Kafka 4.1.1: ``UniformAssignor``,
 ``UniformHomogeneousAssignmentBuilder`` (with KAFKA-18688, new in 4.1) and
-``UniformHeterogeneousAssignmentBuilder`` (the KAFKA-17710 rewrite).
+``UniformHeterogeneousAssignmentBuilder`` (the KAFKA-17710 rewrite). Kafka 4.0 and earlier gave
+the extra partitions of a homogeneous group to the first members in order, whatever they owned;
+that rule is not kept (4.1 gives them to members that already own that many).
 
 Guarantees, in priority order: **balance over stickiness**.
 

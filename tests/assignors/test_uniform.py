@@ -249,3 +249,37 @@ def test_uniform_homogeneous_bulk_and_per_member_answers_are_the_same(seed, monk
         monkeypatch.setattr(uniform, "_MANY_SORTS", -1)
         spec = GroupSpec(spec.members, spec.topics, spec.group_id)  # a fresh view
         assert assign_uniform(spec).assignment == per_member
+
+
+def _quotas_member_by_member(owned: list[int], min_quota: int, extra: int) -> list[int]:
+    """UniformHomogeneousAssignmentBuilder.maybeRevokePartitions' quota rule, walked as Kafka does."""
+    quotas = []
+    for index, has in enumerate(owned):
+        quota, takes_extra = min_quota, extra > 0
+        if takes_extra:
+            quota += 1
+        left = max(quota - has, 0)
+        if left > 0 and takes_extra and len(owned) - index > extra:
+            quota, takes_extra = quota - 1, False
+        if takes_extra:
+            extra -= 1
+        quotas.append(quota)
+    return quotas
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_homogeneous_quotas_for_all_members_at_once_equal_kafkas_walk(seed):
+    import random
+
+    import numpy as np
+
+    from assignors.uniform import homogeneous_quotas
+
+    rng = random.Random(seed)
+    for _ in range(200):
+        n = rng.randint(1, 30)
+        min_quota, extra = rng.randint(0, 5), rng.randint(0, n - 1)
+        owned = [rng.randint(0, min_quota + 3) for _ in range(n)]
+        expected = _quotas_member_by_member(owned, min_quota, extra)
+        assert homogeneous_quotas(np.array(owned), min_quota, extra).tolist() == expected
+        assert sum(expected) == n * min_quota + extra
