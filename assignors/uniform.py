@@ -206,11 +206,11 @@ def _homogeneous_in_bulk(group: ServerGroup, receivers: np.ndarray, wanting: np.
     """The receivers' shares placed on a flat owner array in name order (see
     :class:`~assignors.server_group.WalkLayout`), each member's list then split off it sorted."""
     walk = group.walk_layout
-    owners = group.topic_layout.previous_owners.copy()
+    owners = group.previous_owners.copy()
     pool = walk.in_name_order[~walk.held] if group.any_previous else walk.in_name_order
     if given_up:
-        offsets = walk.name_offsets
-        pool = np.concatenate((pool, np.array([offsets[t] + p for t, p in given_up], dtype=np.int64)))
+        offsets, number = group.offsets, group.topic_number
+        pool = np.concatenate((pool, np.array([offsets[number[t]] + p for t, p in given_up], dtype=np.int64)))
     owners[pool] = np.repeat(receivers, wanting)
     return split_by_owner(len(group.members), owners, group.partition_layout[2])
 
