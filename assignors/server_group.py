@@ -128,6 +128,7 @@ class ServerGroup:
         self.previous_owners = self._previous_owners(existing_sets)
         #: Some member's previous assignment holds a partition of a topic it subscribes to.
         self.any_previous = bool((self.previous_owners >= 0).any())
+        self._java_previous: dict[int, list[tuple[str, list[int]]]] = {}
 
     def _previous_owners(self, existing_sets: dict[frozenset[str], frozenset[str]]) -> np.ndarray:
         """Every member's claims read at once: which are a coordinator's (a partition of a topic the
@@ -210,7 +211,14 @@ class ServerGroup:
     def previous_in_java_order(self, member: int) -> list[tuple[str, list[int]]]:
         """A member's previous assignment of the topics it subscribes to, as Kafka iterates it:
         topics in ``HashMap`` order (by name without topic ids), each topic's partitions in
-        ``HashSet`` order (in the order they were listed, as ``Assignment.fromRecord`` adds them)."""
+        ``HashSet`` order (in the order they were listed, as ``Assignment.fromRecord`` adds them).
+        Kept: it is the order of the coordinator's own structures."""
+        walk = self._java_previous.get(member)
+        if walk is None:
+            walk = self._java_previous[member] = self._previous_in_java_order(member)
+        return walk
+
+    def _previous_in_java_order(self, member: int) -> list[tuple[str, list[int]]]:
         owners, offsets, number = self.previous_owners, self.offsets, self.topic_number
         by_topic: dict[str, list[int]] = {}
         named: set[str] = set()
@@ -271,7 +279,7 @@ class ServerGroup:
         the previous one by name starts: a member's share that spans one must be sorted."""
         walk = self.walk_layout
         if not self.any_previous:
-            return list(walk.partitions), walk.descents
+            return walk.partitions, walk.descents  # read only: the builder slices it
         free = np.flatnonzero(~walk.held)
         return list(map(walk.partitions.__getitem__, free.tolist())), np.searchsorted(free, walk.descents)
 
