@@ -35,7 +35,13 @@ def assign_server_range(spec: GroupSpec) -> GroupAssignment:
     with paused_gc():
         group = server_group(spec)
         topics, offsets, partitions = group.partition_layout
-        subscribers = subscribers_per_topic(spec, member_info_order(spec), group.subscription_classes)
+        order = member_info_order(spec)
+        if group.homogeneous:
+            # Everyone subscribes to every topic: one subscriber list, the members in order.
+            everyone = np.array(order, dtype=np.int64)
+            subscribers = dict.fromkeys(topics, everyone)
+        else:
+            subscribers = subscribers_per_topic(spec, order, group.subscription_classes)
         # Each topic is split over its subscribers in order; topics with the same subscribers and
         # partition count are split alike, so each such split is computed once.
         splits: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
