@@ -1,4 +1,4 @@
-"""Small pieces several client-side assignors share (spec sections 0.1 and 0.2)."""
+"""Small pieces several assignors share (spec sections 0.1 and 0.2)."""
 
 from __future__ import annotations
 
