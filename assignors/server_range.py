@@ -72,8 +72,14 @@ def _same_split_everywhere(n_members: int, takers: np.ndarray, sizes: np.ndarray
     """Every topic split the same way (one subscriber list, one partition count; the usual
     homogeneous group): a taker's partitions are the same range of every topic, so the answer is
     gathered in one take, one row per taker, each row topic by topic in name order."""
-    lists: list[list] = [[] for _ in range(n_members)]
     first = np.cumsum(sizes) - sizes
+    if len(takers) == n_members and sizes[0] == sizes[-1]:
+        # Everyone takes the same number from every topic: one row per member, rows in spec order.
+        in_spec_order = np.empty(n_members, dtype=np.int64)
+        in_spec_order[takers] = first
+        positions = starts[None, :, None] + in_spec_order[:, None, None] + np.arange(sizes[0])[None, None, :]
+        return partitions[positions.reshape(n_members, -1)].tolist()
+    lists: list[list] = [[] for _ in range(n_members)]
     for size in np.unique(sizes).tolist():
         if size == 0:
             continue
