@@ -298,7 +298,9 @@ class WalkLayout:
         self.total = int(lengths.sum())
         first = np.cumsum(lengths) - lengths  # where each topic starts in the walk
         self.in_name_order = np.repeat(starts - first, lengths) + np.arange(self.total, dtype=np.int64)
-        self.partitions: list[TopicPartition] = group.partition_layout[2][self.in_name_order].tolist()
+        #: The same as an object array, to gather from.
+        self.objects: np.ndarray = group.partition_layout[2][self.in_name_order]
+        self.partitions: list[TopicPartition] = self.objects.tolist()
         self.held = group.previous_owners[self.in_name_order] >= 0
         # Topic numbers follow the names, so a smaller number than the previous topic's is a descent.
         shown = lengths > 0

@@ -180,7 +180,10 @@ def _homogeneous(group: ServerGroup) -> list[list[TopicPartition]]:
         | (ends > len(unowned)) | (owned[receivers] > 0)
     if np.count_nonzero(unsorted) > _MANY_SORTS:
         return _homogeneous_in_bulk(group, receivers, wanting[receivers], given_up)
-    shares = list(map(pool.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+    if answers is None and len(receivers) == n_members:
+        shares = _fresh_shares(group.walk_layout.objects, starts, wanting)
+    else:
+        shares = list(map(pool.__getitem__, map(slice, starts.tolist(), ends.tolist())))
     receivers = receivers.tolist()
     for k in np.flatnonzero(unsorted).tolist():
         share = shares[k]
@@ -194,6 +197,20 @@ def _homogeneous(group: ServerGroup) -> list[list[TopicPartition]]:
     for index, share in zip(receivers, shares):
         answers[index] = share
     return answers
+
+
+def _fresh_shares(objects: np.ndarray, starts: np.ndarray, wanting: np.ndarray) -> list[list[TopicPartition]]:
+    """Every member's share of a group with no previous assignment, gathered from the walk's
+    object array in one take per share size (there are at most two) rather than one slice each."""
+    sizes = wanting  # every member receives (the caller checked), in member order
+    if sizes[0] == sizes[-1]:
+        return objects[starts[:, None] + np.arange(sizes[0])].tolist()
+    shares: list = [None] * len(sizes)
+    for size in np.unique(sizes).tolist():
+        rows = np.flatnonzero(sizes == size)
+        for row, share in zip(rows.tolist(), objects[starts[rows][:, None] + np.arange(size)].tolist()):
+            shares[row] = share
+    return shares
 
 
 #: Above this many shares to sort (one per topic boundary they span, when the topic-id order is
