@@ -341,12 +341,13 @@ class _Heterogeneous:
         owner_of = owners[start:end]
         # Each owner's partitions of this topic as one ascending run, so "its highest remaining
         # partition" is the run's end; moved partitions fall outside every run and stay put.
-        by_owner = sorted(range(len(owner_of)), key=owner_of.__getitem__)
-        run_start: dict[int, int] = {}
-        run_end: dict[int, int] = {}
-        for i, p in enumerate(by_owner):
-            run_start.setdefault(owner_of[p], i)
-            run_end[owner_of[p]] = i + 1
+        in_runs = np.argsort(np.array(owner_of, dtype=np.int64), kind="stable")
+        run_owners = np.asarray(owner_of, dtype=np.int64)[in_runs]
+        first = np.flatnonzero(np.concatenate(([True], run_owners[1:] != run_owners[:-1]))[:len(run_owners)])
+        by_owner = in_runs.tolist()
+        heads = run_owners[first].tolist()
+        run_start = dict(zip(heads, first.tolist()))
+        run_end = dict(zip(heads, np.append(first[1:], len(owner_of)).tolist()))
 
         sizes = self.sizes
         moved = 0
@@ -390,7 +391,8 @@ class _Levels:
 
     def reset(self, members: list[int]) -> int:
         sizes = self.sizes
-        self.members = sorted(members, key=lambda m: (sizes[m], m))
+        # Members come ascending, and the sort is stable: ties stay in index order.
+        self.members = sorted(members, key=sizes.__getitem__)
         n = len(self.members)
         self.low_end, self.low_level, self.low_next = 0, sizes[self.members[0]] - 1, 0
         self.high_start, self.high_end = n, n
