@@ -1,4 +1,4 @@
-"""Small pieces several client-side assignors share (spec sections 0.1 and 0.2)."""
+"""Small pieces several assignors share (spec sections 0.1 and 0.2)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .errors import InvalidGroupSpecError
+from .java_order import java_string_key
 from .model import GroupSpec, MemberSpec, TopicPartition
 
 
-def member_info_key(member: MemberSpec) -> tuple[int, str]:
-    """Kafka's ``MemberInfo`` order: static members first by group instance id, then the rest by member id."""
+def member_info_key(member: MemberSpec) -> tuple[int, bytes]:
+    """Kafka's ``MemberInfo`` order: static members first by group instance id, then the rest by
+    member id, ids compared as Java strings (UTF-16 code units)."""
     if member.group_instance_id is not None:
-        return (0, member.group_instance_id)
-    return (1, member.member_id)
+        return (0, java_string_key(member.group_instance_id))
+    return (1, java_string_key(member.member_id))
 
 
 def partitions_per_topic(spec: GroupSpec, distinct: Iterable[tuple[str, ...]] | None = None) -> dict[str, int]:
@@ -120,8 +122,10 @@ def member_info_order(spec: GroupSpec) -> list[int]:
     """Indices into ``spec.members`` in Kafka's ``MemberInfo`` order (stable for equal keys)."""
     members = spec.members
     ids = list(map(_member_id, members))
-    if list(map(_instance_id, members)).count(None) == len(members):
-        # No static members: plain member-id order, compared as strings rather than as tuples.
+    instances = list(map(_instance_id, members))
+    if instances.count(None) == len(members) and "".join(ids).isascii():
+        # No static members and ASCII ids (where Python's string order is Java's): plain member-id
+        # order, compared as strings rather than as tuples.
         return sorted(range(len(ids)), key=ids.__getitem__)
     keys = [member_info_key(m) for m in members]
     return sorted(range(len(keys)), key=keys.__getitem__)

@@ -4,7 +4,8 @@ This is the stable public contract of ``rebalance-monitor assign`` and of the Ja
 ``jvm/reference`` (one spec per JSON Lines line)::
 
     {"id": "s1", "assignor": "cooperative-sticky",
-     "topics": {"t0": {"partitions": 3, "racks": [["ra", "rb"], ["rb"], ["rc"]]}},
+     "topics": {"t0": {"partitions": 3, "racks": [["ra", "rb"], ["rb"], ["rc"]],
+                       "topic_id": "Y2Wm4ZT0SBOWqCR_pWkHOw"}},
      "members": [{"member_id": "c1", "group_instance_id": null, "rack": "ra", "topics": ["t0"],
                   "owned_partitions": [["t0", 0]], "generation": 4}]}
 
@@ -13,9 +14,16 @@ and the answer line::
     {"id": "s1", "assignor": "cooperative-sticky", "assignment": {"c1": [["t0", 0]]},
      "transferring": [["t0", 1, "c2"]], "elapsed_ms": 0.42}
 
-``racks``, ``group_instance_id``, ``rack``, ``owned_partitions`` and ``generation`` are optional
-(``generation`` -1 or absent = unknown). The order of ``members`` is the order in which Kafka's
-Java subscription ``HashMap`` was filled (spec section 0.3), so it is kept exactly.
+``racks``, ``topic_id``, ``group_instance_id``, ``rack``, ``owned_partitions`` and ``generation``
+are optional (``generation`` -1 or absent = unknown). The order of ``members`` is the order in
+which Kafka's Java subscription ``HashMap`` was filled (spec section 0.3), so it is kept exactly.
+``topic_id`` is Kafka's own spelling of the topic's ``Uuid`` (22 characters of URL-safe base64);
+only the server-side ``uniform`` assignor reads it, and only when every topic it walks has one (see
+``assignors/uniform.py``). For ``uniform`` and ``server-range``, ``owned_partitions`` is the member's
+current target assignment, listed as the coordinator's target-assignment record lists it.
+
+The fields are declared once below (:data:`CONSUMER_SPEC_FIELDS`); the parser accepts exactly them
+and ``schemas/assign_consumer.schema.json`` is generated from them.
 
 Everything here is pure: dicts in, dicts out. Reading and writing lines is the caller's business.
 Each malformed field raises :class:`InvalidGroupSpecError` naming the field path and the value,
@@ -29,8 +37,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple
 
 from .errors import AssignmentError, InvalidGroupSpecError, UnknownAssignorError
+from .spec_fields import ID_FIELD, SpecField, check_members_match, field_names, object_schema
 from .spec_fields import MISSING as _MISSING
-from .spec_fields import check_members_match
 from .spec_fields import is_int as _is_int
 from .spec_fields import show as _show
 from .model import (
@@ -40,14 +48,64 @@ from .model import (
     MemberSpec,
     TopicPartition,
     TopicSpec,
+    topic_id_from_string,
+    topic_id_string,
 )
 from .registry import CONSUMER_ASSIGNOR_NAMES, get_assignor
 
-_SPEC_KEYS = frozenset({"id", "assignor", "topics", "members"})
-_TOPIC_KEYS = frozenset({"partitions", "racks"})
-_MEMBER_KEYS = frozenset(
-    {"member_id", "group_instance_id", "rack", "topics", "owned_partitions", "generation"}
+_NAME = {"type": "string", "minLength": 1}
+
+TOPIC_FIELDS: tuple[SpecField, ...] = (
+    SpecField("partitions", {"type": "integer", "minimum": 0}, "The topic's partition count.", required=True),
+    SpecField("racks", {"type": "array", "items": {"type": "array", "items": _NAME}},
+              "Per partition, the racks of all its replicas (KIP-881; one list per partition)."),
+    SpecField("topic_id", {"type": "string", "pattern": "^[A-Za-z0-9_-]{22}$"},
+              "The topic's id as Kafka spells it (base64 of its Uuid, as describeTopics and kafka-topics"
+              " show it). The server-side uniform assignor walks topics in the hash order of their ids;"
+              " without ids it uses topic-name order."),
 )
+
+MEMBER_FIELDS: tuple[SpecField, ...] = (
+    SpecField("member_id", _NAME, "The member id (unique in the group).", required=True),
+    SpecField("group_instance_id", {"anyOf": [_NAME, {"type": "null"}]},
+              "group.instance.id of a static member (unique in the group)."),
+    SpecField("rack", {"anyOf": [_NAME, {"type": "null"}]}, "client.rack of the member."),
+    SpecField("topics", {"type": "array", "items": _NAME, "uniqueItems": True},
+              "The member's subscription, in the order it lists it.", required=True),
+    SpecField("owned_partitions", {"type": "array", "items": {
+        "type": "array", "prefixItems": [_NAME, {"type": "integer", "minimum": 0}], "minItems": 2, "maxItems": 2}},
+              "[topic, partition] pairs the member owns (client assignors) or its current target"
+              " assignment (uniform, server-range), in the order the member or the coordinator lists them.",
+              default=[]),
+    SpecField("generation", {"type": "integer", "minimum": -1},
+              "The generation the owned partitions are from (client sticky assignors); -1 = unknown.",
+              default=UNKNOWN_GENERATION),
+)
+
+CONSUMER_SPEC_FIELDS: tuple[SpecField, ...] = (
+    ID_FIELD,
+    SpecField("assignor", {"enum": list(CONSUMER_ASSIGNOR_NAMES)},
+              "The assignor; may be left out when --assignor is given."),
+    SpecField("topics", {"type": "object", "additionalProperties": object_schema(TOPIC_FIELDS)},
+              "The topic metadata: topic name -> its partitions (and optionally racks and topic id).",
+              required=True),
+    SpecField("members", {"type": "array", "minItems": 1, "items": object_schema(MEMBER_FIELDS)},
+              "The members, in the order Kafka's subscription map was filled.", required=True),
+)
+
+_SPEC_KEYS = field_names(CONSUMER_SPEC_FIELDS)
+_TOPIC_KEYS = field_names(TOPIC_FIELDS)
+_MEMBER_KEYS = field_names(MEMBER_FIELDS)
+
+
+def consumer_spec_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of one consumer-group spec line."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "rebalance-monitor assign: consumer group spec",
+        **object_schema(CONSUMER_SPEC_FIELDS, "One JSON Lines input line of `rebalance-monitor assign` for a"
+                        " consumer group (client or KIP-848 server-side assignors); see docs/assign.md."),
+    }
 
 SpecId = str | int | None
 
@@ -134,6 +192,8 @@ def format_group_spec(spec: GroupSpec, spec_id: SpecId = None, assignor: str | N
         entry: dict[str, Any] = {"partitions": topic.partitions}
         if topic.replica_racks is not None:
             entry["racks"] = [sorted(racks) for racks in topic.replica_racks]
+        if topic.topic_id is not None:
+            entry["topic_id"] = topic_id_string(topic.topic_id)
         topics[name] = entry
     members = []
     for m in spec.members:
@@ -220,6 +280,7 @@ def _parse_topics(value: object) -> dict[str, TopicSpec]:
     if not isinstance(value, Mapping):
         raise InvalidGroupSpecError(f"topics: must be an object of topic name -> {{\"partitions\": N}}, got {_show(value)}")
     topics: dict[str, TopicSpec] = {}
+    topic_of_id: dict[Any, str] = {}
     for name, entry in value.items():
         path = f"topics[{name!r}]"
         if not name:
@@ -232,11 +293,28 @@ def _parse_topics(value: object) -> dict[str, TopicSpec]:
             raise InvalidGroupSpecError(f"{path}.partitions: must be an integer, got {_show(partitions)}")
         if partitions < 0:
             raise InvalidGroupSpecError(f"{path}.partitions: partition count {partitions} is negative")
-        topic = topics[name] = TopicSpec(name, partitions, _parse_racks(entry.get("racks"), partitions, path))
+        topic_id = _parse_topic_id(entry.get("topic_id"), path)
+        if topic_id is not None:
+            if topic_id in topic_of_id:
+                raise InvalidGroupSpecError(
+                    f"{path}.topic_id: {entry['topic_id']!r} is already the id of topic {topic_of_id[topic_id]!r}")
+            topic_of_id[topic_id] = name
+        topic = topics[name] = TopicSpec(name, partitions, _parse_racks(entry.get("racks"), partitions, path), topic_id)
         # Built here, with the rest of the metadata, rather than in the first assign call (the
         # Java reference likewise builds its Cluster metadata before timing the call).
         topic.partition_objects
     return topics
+
+
+def _parse_topic_id(value: object, path: str):
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidGroupSpecError(f"{path}.topic_id: must be a string (Kafka's base64 topic id), got {_show(value)}")
+    try:
+        return topic_id_from_string(value)
+    except ValueError as exc:
+        raise InvalidGroupSpecError(f"{path}.topic_id: {exc}") from None
 
 
 def _parse_racks(value: object, partitions: int, path: str) -> tuple[frozenset[str], ...] | None:

@@ -1,18 +1,29 @@
-"""Our Python assignors against Kafka's Java ones on Kafka's ClientSideAssignorBenchmark grid (spec 9.1).
+"""Our Python assignors against Kafka's Java ones on Kafka's ClientSideAssignorBenchmark grid (spec 9.1),
+and Kafka 4.1's server-side (KIP-848) ``uniform`` and ``range`` (ours: ``server-range``) on the same grid.
 
 Not a test: it measures. Usage::
 
     .venv/bin/python bench/assignors.py --quick                      # a small subset, a few minutes
+    .venv/bin/python bench/assignors.py --kip848 --merge             # the KIP-848 cells (below)
     .venv/bin/python bench/assignors.py                              # the whole grid (hours)
     .venv/bin/python bench/assignors.py --members 100,500 --assignors range,cooperative-sticky \\
         --budget 60 --repeat 5
 
 Grid: members {100, 500, 1000, 5000, 10000} x partitions-per-member {5, 10, 50} x topics
 {10, 100, 1000} x subscription {homogeneous, heterogeneous} x assignment {full, incremental} x
-assignor {range, roundrobin, sticky, cooperative-sticky}. As in Kafka's benchmark, each topic has
+assignor {range, roundrobin, sticky, cooperative-sticky, uniform, server-range}. As in Kafka's benchmark, each topic has
 ``members * ratio // topics`` partitions (0 when that rounds down to 0) and heterogeneous groups are
 up to 5 buckets of members, each subscribed to its own slice of the topics. Racks are left out: the
 JMH grid puts every partition on every rack, where rack awareness switches itself off.
+
+KIP-848 cells (``--kip848``): ``uniform`` and ``server-range`` with 500 members and 5,000 partitions
+(ratio 10) over 10, 100 and 1,000 topics, both subscriptions, both assignments. Kafka's side is
+kafka-group-coordinator 4.1.1's own assignor fed as the coordinator feeds it (jvm/reference). Their
+topics carry topic ids (derived from the names), so both sides walk topics in the same order and
+every answer must be Kafka's exactly. Python's time, like Java's, is the assign call on inputs built
+beforehand: the reference builds the coordinator's ``GroupSpecImpl`` outside its clock, and our
+port keeps its equivalent with the spec (``assignors/server_group.py``), built by the first
+(untimed) call.
 
 INCREMENTAL is what the JMH benchmark meant to measure but does not (it builds the subscription
 object before replacing the subscriptions, spec 9.1): ``members - 1`` members get a first
@@ -41,14 +52,17 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +70,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from assignors.model import topic_id_string  # noqa: E402
 from tests.java_reference import JavaReferenceError, ensure_built, run_reference  # noqa: E402
 
 MEMBERS = (100, 500, 1000, 5000, 10000)
@@ -63,9 +78,12 @@ RATIOS = (5, 10, 50)
 TOPICS = (10, 100, 1000)
 SUBSCRIPTIONS = ("homogeneous", "heterogeneous")
 ASSIGNMENTS = ("full", "incremental")
-ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range")
+#: KIP-848's server-side assignors: their specs carry topic ids, and Kafka's answers are sets.
+SERVER_SIDE = ("uniform", "server-range")
 MAX_BUCKETS = 5
 QUICK = {"members": (100, 500), "ratios": (5, 10), "topics": (10, 100)}
+KIP848 = {"members": (500,), "ratios": (10,), "topics": (10, 100, 1000), "assignors": SERVER_SIDE}
 DEADLINE_REASON = "not run: the run's --deadline-minutes"
 #: The code a cell's times depend on (for the commit recorded with each run).
 MEASURED_PATHS = ("assignors", "streaming/cli/assign.py", "jvm", "bench/assignors.py")
@@ -98,6 +116,10 @@ class Cell:
     #: Index into the result's ``runs``: the run (commit, settings, time) that measured this cell.
     #: ``--merge`` keeps cells from several runs in one result; None in results older than that.
     run: int | None = None
+    #: KIP-848 cells: Python's median with the coordinator's view of the group built inside each
+    #: call (a fresh spec per call), where ``python.ms`` keeps it between calls as Java keeps its
+    #: ``GroupSpecImpl`` (see the module doc).
+    python_with_view_ms: float | None = None
 
     @property
     def key(self) -> str:
@@ -133,10 +155,14 @@ def group_spec(cell: Cell, member_count: int) -> dict[str, Any]:
         subscriptions = [topic_names] * member_count
     else:
         subscriptions = bucket_subscriptions(member_count, topic_names)
+    topics: dict[str, dict[str, Any]] = {t: {"partitions": cell.partitions_per_topic} for t in topic_names}
+    if cell.assignor in SERVER_SIDE:
+        for name, entry in topics.items():
+            entry["topic_id"] = topic_id_string(uuid.UUID(bytes=hashlib.md5(name.encode()).digest()))
     return {
         "id": cell.key,
         "assignor": cell.assignor,
-        "topics": {t: {"partitions": cell.partitions_per_topic} for t in topic_names},
+        "topics": topics,
         "members": [{"member_id": f"member{i}", "topics": subs} for i, subs in enumerate(subscriptions)],
     }
 
@@ -181,6 +207,24 @@ def run_python(spec_path: Path, repeat: int, warmup: int, budget: float,
     return Side("ok", ms=lines[0]["elapsed_ms"], wall_s=wall), lines[0]
 
 
+def time_with_view(spec: dict, repeat: int, warmup: int) -> float:
+    """Median time of the assign call on a freshly parsed spec each time, so that the server-side
+    assignors build their view of the group inside the timed call (in this process, between the
+    cell's two measured sides)."""
+    from assignors import registry
+    from assignors.codec import parse_group_spec
+
+    assign = registry.get_assignor(spec["assignor"])
+    times = []
+    for i in range(warmup + repeat):
+        fresh = parse_group_spec(spec).spec
+        start = time.perf_counter()
+        assign(fresh)
+        if i >= warmup:
+            times.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(times), 4)
+
+
 def run_java(spec: dict, repeat: int, warmup: int, budget: float, heap: str | None,
              warmup_seconds: int = 0) -> tuple[Side, dict | None]:
     start = time.monotonic()
@@ -199,7 +243,7 @@ def run_java(spec: dict, repeat: int, warmup: int, budget: float, heap: str | No
 
 def answers_agree(cell: Cell, ours: dict, java: dict) -> bool | None:
     """Exact where our port must be exact (spec section 7 and the differential tests); else None."""
-    if cell.assignor == "range":
+    if cell.assignor in ("range",) + SERVER_SIDE:
         return {m: sorted(map(tuple, tps)) for m, tps in ours["assignment"].items()} == {
             m: sorted(map(tuple, tps)) for m, tps in java["assignment"].items()}
     if cell.assignor == "roundrobin" or cell.subscription == "homogeneous":
@@ -288,6 +332,8 @@ def run_grid(args: argparse.Namespace) -> list[Cell]:
                     over_budget.setdefault(("java", cell.assignor, cell.subscription, cell.assignment), []).append(cell)
             if ours is not None and java is not None:
                 cell.agree = answers_agree(cell, ours, java)
+            if cell.assignor in SERVER_SIDE and cell.python.status == "ok":
+                cell.python_with_view_ms = time_with_view(spec, args.repeat, args.python_warmup)
             ratio = cell.speed_ratio
             print(f"python {_fmt_side(cell.python)}  java {_fmt_side(cell.java)}"
                   + (f"  x{ratio:.2f}" if ratio is not None else "")
@@ -445,6 +491,17 @@ def write_markdown(path: Path, result: dict[str, Any], cells: list[Cell]) -> Non
             f" | {_side_md(c.python)} | {_side_md(c.java)} | {_x(c.speed_ratio)} | {_agree_md(c.agree)}"
             f" | {'-' if c.load1 is None else f'{c.load1:.1f}'} |" + (f" {c.run} |" if merged else "")
         )
+    with_view = [c for c in cells if c.python_with_view_ms is not None]
+    if with_view:
+        lines += ["", "## KIP-848 cells: the coordinator's view inside the clock", "",
+                  "Java builds the coordinator's `GroupSpecImpl` once, outside its clock, and our port keeps its"
+                  " equivalent with the spec (`assignors/server_group.py`), so `Python ms` above times the assign"
+                  " call alone on both sides. Here Python also builds that view inside every timed call (a fresh"
+                  " spec each time), as a job assigning a new generation does.", "",
+                  "| cell | Python ms, view kept | Python ms, view built in the call | Java ms |",
+                  "|---|---:|---:|---:|"]
+        lines += [f"| {c.key} | {_side_md(c.python)} | {c.python_with_view_ms:.3f} | {_side_md(c.java)} |"
+                  for c in sorted(with_view, key=lambda c: c.key)]
     skipped = [(c, side, getattr(c, side)) for c in cells for side in ("python", "java") if getattr(c, side).status != "ok"]
     if skipped:
         lines += ["", "## Skipped and failed cells", "", "| cell | side | status | reason |", "|---|---|---|---|"]
@@ -518,10 +575,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 epilog=merge_doc.replace("``", "") + "\n\n" + __doc__.split("\n\n")[-1].strip().rstrip('"'))
     p.add_argument("--quick", action="store_true",
                    help="members 100,500 x ratio 5,10 x topics 10,100, budget 30 s, 3 runs (unless given)")
+    p.add_argument("--kip848", action="store_true",
+                   help="the KIP-848 cells: uniform and server-range, 500 members x ratio 10 x topics 10,100,1000"
+                        " (filters given as well win)")
     p.add_argument("--members", type=_ints, help=f"default {','.join(map(str, MEMBERS))}")
     p.add_argument("--ratios", type=_ints, help=f"partitions per member, default {','.join(map(str, RATIOS))}")
     p.add_argument("--topics", type=_ints, help=f"default {','.join(map(str, TOPICS))}")
-    p.add_argument("--assignors", type=_names(ASSIGNORS), default=ASSIGNORS)
+    p.add_argument("--assignors", type=_names(ASSIGNORS))
     p.add_argument("--subscriptions", type=_names(SUBSCRIPTIONS), default=SUBSCRIPTIONS)
     p.add_argument("--assignments", type=_names(ASSIGNMENTS), default=ASSIGNMENTS)
     p.add_argument("--budget", type=float, help="seconds per cell and side, process included (default 120; quick 30)")
@@ -551,9 +611,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.merge and args.render_only:
         p.error("--merge measures cells and --render-only measures none: give one of them")
     quick = args.quick
-    args.members = args.members or (QUICK["members"] if quick else MEMBERS)
-    args.ratios = args.ratios or (QUICK["ratios"] if quick else RATIOS)
-    args.topics = args.topics or (QUICK["topics"] if quick else TOPICS)
+    preset = KIP848 if args.kip848 else QUICK if quick else {}
+    args.members = args.members or preset.get("members", MEMBERS)
+    args.ratios = args.ratios or preset.get("ratios", RATIOS)
+    args.topics = args.topics or preset.get("topics", TOPICS)
+    args.assignors = args.assignors or preset.get("assignors", ASSIGNORS)
     args.budget = args.budget or (30.0 if quick else 120.0)
     args.repeat = args.repeat or (3 if quick else 5)
     return args

@@ -2,8 +2,9 @@
 
 - schemas/membership-event.schema.json, schemas/heartbeat-event.schema.json
 - docs/events.md, docs/tables.md
-- schemas/assign_streams.schema.json, schemas/assign_connect.schema.json (``rebalance-monitor assign``
-  inputs for Streams and Connect groups, from the field definitions in the codecs)
+- schemas/assign_consumer.schema.json, schemas/assign_streams.schema.json,
+  schemas/assign_connect.schema.json (``rebalance-monitor assign`` inputs for consumer, Streams and
+  Connect groups, from the field definitions in the codecs)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from assignors.codec import consumer_spec_schema
 from assignors.connect.codec import connect_spec_schema
 from assignors.streams.codec import streams_spec_schema
 
@@ -114,6 +116,7 @@ def generated_files() -> dict[Path, str]:
         ROOT / "schemas" / "heartbeat-event.schema.json": json.dumps(heartbeat_schema(), indent=2) + "\n",
         ROOT / "docs" / "events.md": events_md(),
         ROOT / "docs" / "tables.md": tables_md(),
+        ROOT / "schemas" / "assign_consumer.schema.json": json.dumps(consumer_spec_schema(), indent=2) + "\n",
         ROOT / "schemas" / "assign_streams.schema.json": json.dumps(streams_spec_schema(), indent=2) + "\n",
         ROOT / "schemas" / "assign_connect.schema.json": json.dumps(connect_spec_schema(), indent=2) + "\n",
     }

@@ -52,6 +52,18 @@ class TestRealCommand:
         assert answer["transferring"] == []
         assert answer["elapsed_ms"] >= 0
 
+    def test_kip848_uniform_follows_the_topic_ids_given(self):
+        # Kafka 4.1's UniformAssignor walks topic ids in hash order: Uuid(0, 3) ("b") before
+        # Uuid(0, 5) ("a"), so the first member gets b.
+        spec = {"id": "u", "assignor": "uniform",
+                "topics": {"a": {"partitions": 2, "topic_id": "AAAAAAAAAAAAAAAAAAAABQ"},
+                           "b": {"partitions": 2, "topic_id": "AAAAAAAAAAAAAAAAAAAAAw"}},
+                "members": [{"member_id": "A", "topics": ["a", "b"]}, {"member_id": "B", "topics": ["a", "b"]}]}
+        proc = run_cli(stdin=json.dumps(spec) + "\n")
+        assert proc.returncode == 0, proc.stderr
+        [answer] = lines_of(proc.stdout)
+        assert answer["assignment"] == {"A": [["b", 0], ["b", 1]], "B": [["a", 0], ["a", 1]]}
+
     def test_files_the_assignor_flag_and_order_of_answers(self, tmp_path):
         specs = [dict(RANGE_SPEC, id=f"s{i}") for i in range(5)]
         (tmp_path / "in.jsonl").write_text("".join(json.dumps(s) + "\n" for s in specs))

@@ -62,6 +62,7 @@ import numpy as np
 
 from .._common import subscription_classes
 from ..model import MemberSpec
+from ._dealing import SMALL, deal_levels, deal_order, level_fill, level_fill_small
 from ._draft import Draft, rank_within_runs
 from ._layout import Claims, Layout, member_id_ranks
 from ._kafka_general import balance_score, claim_moves, kafka_general
@@ -203,7 +204,7 @@ class _GeneralBuilder:
             if units <= 0:
                 continue
             ms = self.edge_m[lo:hi]
-            add = _level_fill(self.load[ms], self.rank[ms], units)
+            add = level_fill(self.load[ms], self.rank[ms], units)
             self.x[lo:hi] += add
             self.load[ms] += add
 
@@ -219,7 +220,7 @@ class _GeneralBuilder:
             if units <= 0:
                 continue
             ms = em[lo:hi]
-            add = _level_fill_small([load[m] for m in ms], [rk[m] for m in ms], units)
+            add = level_fill_small([load[m] for m in ms], [rk[m] for m in ms], units)
             for e, m, a in zip(range(lo, hi), ms, add):
                 x[e] += a
                 load[m] += a
@@ -493,7 +494,7 @@ class _GeneralBuilder:
             ms = self.edge_m[lo:hi]
             want = deficit > 0
             ms, deficit = ms[want], deficit[want]
-            receivers = _deal_order(running[ms], self.rank[ms], ms, deficit)
+            receivers = deal_order(running[ms], self.rank[ms], ms, deficit)
             if self.racks.active:
                 pool = _rack_match(pool, receivers, self.racks)
             out_g.append(pool)
@@ -507,8 +508,8 @@ class _GeneralBuilder:
     def _deal_plain(self, x: np.ndarray, kept_count: np.ndarray, running: np.ndarray,
                     taken: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Step 5 without racks: per topic (in ``topic_order``), the partitions nobody keeps, in
-        ascending order, dealt by :func:`_deal_order`. Topics with few subscribers are dealt on
-        Python lists, the others with :func:`_deal_order`'s arrays; the answer is the same."""
+        ascending order, dealt by :func:`deal_order`. Topics with few subscribers are dealt on
+        Python lists, the others with :func:`deal_order`'s arrays; the answer is the same."""
         x_l, kept_l, em, rk = x.tolist(), kept_count.tolist(), self.edge_m.tolist(), self.rank.tolist()
         run, ts, off = running.tolist(), self.topic_start.tolist(), self.layout.offsets.tolist()
         taken_l = taken.tolist() if taken is not None else None
@@ -543,7 +544,7 @@ class _GeneralBuilder:
             ms = self.edge_m[lo:hi][want]
             deficit = deficit[want]
             ms_l = ms.tolist()
-            receivers = _deal_order(np.array([run[m] for m in ms_l], dtype=np.int64), self.rank[ms], ms, deficit)
+            receivers = deal_order(np.array([run[m] for m in ms_l], dtype=np.int64), self.rank[ms], ms, deficit)
             for m, d in zip(ms_l, deficit.tolist()):
                 run[m] += d
             base, end = off[t], off[t + 1]
@@ -589,107 +590,6 @@ def transfers(total: int, claims: Claims, new_g: np.ndarray, new_m: np.ndarray) 
         own = pair[at] == key
         result[claimed] = ~own
     return result
-
-
-#: Below this many members (or units to deal) the per-topic routines run in plain Python: NumPy's
-#: fixed cost per call (about a microsecond, a dozen calls per routine) outweighs the work on
-#: the few subscribers a topic usually has. Both versions give identical answers (tests check it).
-SMALL = 48
-
-
-def _level_fill(loads: np.ndarray, ranks: np.ndarray, units: int) -> np.ndarray:
-    """Units per member when each unit goes to the least-loaded member, ties to the lowest rank."""
-    if len(loads) <= SMALL:
-        return np.array(_level_fill_small(loads.tolist(), ranks.tolist(), units), dtype=np.int64)
-    order = np.lexsort((ranks, loads))
-    s = loads[order]
-    prefix = np.cumsum(s)
-    k_range = np.arange(1, len(s) + 1, dtype=np.int64)
-    cost = k_range * s - prefix  # units needed to lift the k lightest to the k-th load
-    k = int(np.searchsorted(cost, units, side="right"))  # cost is non-decreasing
-    spare = units - int(cost[k - 1])
-    level = int(s[k - 1]) + spare // k
-    rest = spare % k
-    add_sorted = np.zeros(len(s), dtype=np.int64)
-    add_sorted[:k] = level - s[:k]
-    if rest:
-        head = order[:k]
-        lucky = np.argsort(ranks[head], kind="stable")[:rest]
-        add_sorted[lucky] += 1
-    add = np.empty_like(add_sorted)
-    add[order] = add_sorted
-    return add
-
-
-def _level_fill_small(loads: list[int], ranks: list[int], units: int) -> list[int]:
-    """:func:`_level_fill` on lists: the same water level, computed in one pass."""
-    n = len(loads)
-    order = sorted(range(n), key=list(zip(loads, ranks)).__getitem__)
-    s = [loads[i] for i in order]
-    # k: how many of the lightest are lifted (lifting the j+1 lightest to s[j] costs (j+1)*s[j] - prefix)
-    k = 0
-    prefix = lifted = 0
-    for j, value in enumerate(s):
-        prefix += value
-        if (j + 1) * value - prefix > units:
-            break
-        k, lifted = j + 1, prefix
-    spare = units - (k * s[k - 1] - lifted)
-    level = s[k - 1] + spare // k
-    rest = spare % k
-    add = [0] * n
-    for i in order[:k]:
-        add[i] = level - loads[i]
-    if rest:
-        for i in sorted(order[:k], key=ranks.__getitem__)[:rest]:
-            add[i] += 1
-    return add
-
-
-def deal_levels(receivers: list[tuple[int, int, int]], units: int | None = None) -> list[int]:
-    """:func:`_deal_order` on lists. ``receivers``: (running count, count after the deal, member),
-    in rank order; a member appears once per unit it receives, in the order of the units' (level,
-    rank), where its units have levels ``running .. after - 1``.
-
-    Sweeping the levels and listing, at each, the receivers whose range covers it gives that order
-    without building and sorting one tuple per unit; when the levels are spread too thinly over the
-    receivers for a sweep to pay, the units are sorted after all.
-    """
-    starts, ends, _ = zip(*receivers)
-    low, high = min(starts), max(ends)
-    if units is None:  # the caller may pass the total it already has
-        units = sum(ends) - sum(starts)
-    if (high - low) * len(receivers) <= 4 * units + 64:
-        order: list[int] = []
-        for level in range(low, high):
-            order += [m for start, end, m in receivers if start <= level < end]
-        return order
-    return [
-        m
-        for _, _, m in sorted(
-            (level, position, m)
-            for position, (start, end, m) in enumerate(receivers)
-            for level in range(start, end)
-        )
-    ]
-
-
-def _deal_order(running: np.ndarray, ranks: np.ndarray, ms: np.ndarray, deficit: np.ndarray) -> np.ndarray:
-    """Receivers in the order a least-loaded-first deal (ties by rank) would serve them."""
-    if len(ms) <= SMALL:
-        # (level, rank, member) for each unit; ranks differ between members, so the sort is total.
-        units = [
-            (level, rank, m)
-            for start, rank, m, d in zip(running.tolist(), ranks.tolist(), ms.tolist(), deficit.tolist())
-            for level in range(start, start + d)
-        ]
-        units.sort()
-        return np.array([m for _, _, m in units], dtype=np.int64)
-    slot = np.repeat(np.arange(len(ms), dtype=np.int64), deficit)
-    starts = np.repeat(np.cumsum(deficit) - deficit, deficit)
-    level = running[slot] + (np.arange(len(slot), dtype=np.int64) - starts)
-    order = np.lexsort((ranks[slot], level))
-    return ms[slot[order]]
 
 
 def _rack_match(pool: np.ndarray, receivers: np.ndarray, racks: RackInfo) -> np.ndarray:

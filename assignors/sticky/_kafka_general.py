@@ -44,6 +44,7 @@ import numpy as np
 from .._common import subscription_classes
 from ..java_order import string_hash
 from ..model import MemberSpec
+from ._dealing import deal_order, level_fill
 from ._layout import Claims, Layout, member_id_ranks
 from ._racks import RackInfo
 
@@ -204,16 +205,14 @@ class _KafkaGeneral:
         runs = np.split(unassigned, bounds)
         if self.racks.active:
             runs = [self._place_rack_aligned(owner, size, run) for run in runs]
-        from ._general import _deal_order, _level_fill
-
         for run in runs:
             if len(run) == 0:
                 continue
             t = int(self.topic_of_g[run[0]])
             ms = self.subs[t]
-            add = _level_fill(size[ms], self.rank[ms], len(run))
+            add = level_fill(size[ms], self.rank[ms], len(run))
             want = add > 0
-            receivers = _deal_order(size[ms][want], self.rank[ms][want], ms[want], add[want])
+            receivers = deal_order(size[ms][want], self.rank[ms][want], ms[want], add[want])
             owner[run] = receivers
             size[ms] += add
 

@@ -35,7 +35,7 @@ def test_partition_objects_are_not_part_of_the_topic_specs_value():
     fresh, used = TopicSpec("t", 2), TopicSpec("t", 2)
     used.partition_objects
     assert fresh == used and hash(fresh) == hash(used)
-    assert repr(used) == "TopicSpec(name='t', partitions=2, replica_racks=None)"
+    assert repr(used) == "TopicSpec(name='t', partitions=2, replica_racks=None, topic_id=None)"
 
 
 def test_a_topic_without_partitions_has_no_partition_objects():

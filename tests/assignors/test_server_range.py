@@ -1,12 +1,10 @@
-"""KIP-848 server-side range assignor scenarios (spec section 6.3; catalogue items 50-51)."""
+"""Kafka 4.1's server-side range assignor scenarios (spec section 6.3; catalogue items 50-51).
+
+Expected answers were checked against Kafka 4.1.1's own ``RangeAssignor`` (jvm/reference).
+"""
 
 from __future__ import annotations
 
-import time
-
-import pytest
-
-from assignors import AssignmentError
 from assignors.server_range import assign_server_range
 
 from .conftest import group, listed, member, tps
@@ -56,18 +54,25 @@ def test_server_range_gives_a_member_without_subscriptions_an_empty_list():
     assert listed(assign_server_range(spec)) == {"A": [], "B": ["t-0", "t-1"]}
 
 
-def test_server_range_rejects_a_subscription_to_an_unknown_topic_naming_it():
+def test_server_range_skips_a_subscription_to_a_topic_missing_from_the_metadata():
     spec = group(member("A", ["t"]), member("B", ["t", "gone"]), topics={"t": 2}, group_id="billing")
-    with pytest.raises(AssignmentError, match="group 'billing': member 'B' subscribes to topic 'gone'"):
-        assign_server_range(spec)
+    assert listed(assign_server_range(spec)) == {"A": ["t-0"], "B": ["t-1"]}
 
 
-def test_server_range_assigns_ten_thousand_members_and_half_a_million_partitions_quickly():
+def test_server_range_orders_ids_as_java_strings():
+    # Java compares UTF-16 code units: U+1F600 (surrogates D83D DE00) sorts before U+FF01, where
+    # Python's code-point order puts it after. Static members first, by instance id.
+    spec = group(
+        member("\uff01", ["t"]), member("\U0001f600", ["t"]),
+        member("z", ["t"], instance="\uff01x"), member("y", ["t"], instance="\U0001f600x"),
+        topics={"t": 3},
+    )
+    assert listed(assign_server_range(spec)) == {"\uff01": [], "\U0001f600": ["t-2"], "z": ["t-1"], "y": ["t-0"]}
+
+
+def test_server_range_assigns_ten_thousand_members_and_half_a_million_partitions():
     topics = tuple(f"topic-{i}" for i in range(10))
     spec = group(*(member(f"consumer-{i:05d}", topics) for i in range(10_000)), topics={t: 50_000 for t in topics})
-    started = time.perf_counter()
     answer = assign_server_range(spec).assignment
-    elapsed = time.perf_counter() - started
     assert answer["consumer-09999"] == [(t, p) for t in sorted(topics) for p in range(49_995, 50_000)]
     assert sum(len(parts) for parts in answer.values()) == 500_000
-    assert elapsed < 5.0, f"took {elapsed:.2f}s"

@@ -354,7 +354,7 @@ def test_plain_python_level_fill_and_deal_order_equal_the_numpy_ones(seed, monke
 
     import numpy as np
 
-    import assignors.sticky._general as general
+    import assignors.sticky._dealing as dealing
 
     rng = random.Random(seed)
     for _ in range(100):
@@ -364,10 +364,10 @@ def test_plain_python_level_fill_and_deal_order_equal_the_numpy_ones(seed, monke
         members = np.array(rng.sample(range(200), n), dtype=np.int64)
         deficit = np.array([rng.randint(0, 4) for _ in range(n)], dtype=np.int64)
         units = rng.randint(1, 60)
-        monkeypatch.setattr(general, "SMALL", 48)
-        small = (general._level_fill(loads, ranks, units), general._deal_order(loads, ranks, members, deficit))
-        monkeypatch.setattr(general, "SMALL", -1)
-        large = (general._level_fill(loads, ranks, units), general._deal_order(loads, ranks, members, deficit))
+        monkeypatch.setattr(dealing, "SMALL", 48)
+        small = (dealing.level_fill(loads, ranks, units), dealing.deal_order(loads, ranks, members, deficit))
+        monkeypatch.setattr(dealing, "SMALL", -1)
+        large = (dealing.level_fill(loads, ranks, units), dealing.deal_order(loads, ranks, members, deficit))
         assert small[0].tolist() == large[0].tolist()
         assert int(small[0].sum()) == units
         assert small[1].tolist() == large[1].tolist()
@@ -376,15 +376,15 @@ def test_plain_python_level_fill_and_deal_order_equal_the_numpy_ones(seed, monke
 @pytest.mark.parametrize("seed", range(20))
 def test_level_sweep_deal_equals_the_numpy_deal_order(seed, monkeypatch):
     # deal_levels (the plain-Python deal of topics with few subscribers) sweeps levels when the
-    # receivers' ranges overlap densely and sorts units otherwise; both must give _deal_order's
+    # receivers' ranges overlap densely and sorts units otherwise; both must give deal_order's
     # NumPy answer. Wide starting spreads force the sorting branch.
     import random
 
     import numpy as np
 
-    import assignors.sticky._general as general
+    import assignors.sticky._dealing as dealing
 
-    monkeypatch.setattr(general, "SMALL", -1)
+    monkeypatch.setattr(dealing, "SMALL", -1)
     rng = random.Random(seed)
     branches = set()
     for _ in range(200):
@@ -395,11 +395,11 @@ def test_level_sweep_deal_equals_the_numpy_deal_order(seed, monkeypatch):
         members = rng.sample(range(200), n)
         deficit = [rng.randint(1, 4) for _ in range(n)]
         receivers = [(s, s + d, m) for s, d, m in zip(running, deficit, members)]
-        expected = general._deal_order(
+        expected = dealing.deal_order(
             np.array(running, dtype=np.int64), np.array(ranks, dtype=np.int64),
             np.array(members, dtype=np.int64), np.array(deficit, dtype=np.int64),
         )
-        assert general.deal_levels(receivers) == expected.tolist()
+        assert dealing.deal_levels(receivers) == expected.tolist()
         high, low = max(s + d for s, d in zip(running, deficit)), min(running)
         branches.add((high - low) * n <= 4 * sum(deficit) + 64)
     assert branches == {True, False}
@@ -408,7 +408,9 @@ def test_level_sweep_deal_equals_the_numpy_deal_order(seed, monkeypatch):
 @pytest.mark.parametrize("seed", range(40))
 def test_general_path_answer_does_not_depend_on_the_plain_python_threshold(seed, monkeypatch):
     # Same groups (owned partitions included) through the plain-Python per-topic routines and
-    # through the NumPy ones: identical answers, list order and transfers included.
+    # through the NumPy ones: identical answers, list order and transfers included. (The general
+    # builder picks its own per-topic path with the same threshold.)
+    import assignors.sticky._dealing as dealing
     import assignors.sticky._general as general
 
     rng = random.Random(seed)
@@ -423,9 +425,11 @@ def test_general_path_answer_does_not_depend_on_the_plain_python_threshold(seed,
         owners.update({tp: i for tp in owned})
         members.append(MemberSpec(f"c{rng.randint(0, 99)}-{i}", tuple(subscribed), tuple(owned), 1))
     spec = GroupSpec(tuple(members), {t: TopicSpec(t, c) for t, c in topics.items()})
-    monkeypatch.setattr(general, "SMALL", 48)
+    for module in (dealing, general):
+        monkeypatch.setattr(module, "SMALL", 48)
     small = (assign_sticky(spec), assign_cooperative_sticky(spec))
-    monkeypatch.setattr(general, "SMALL", -1)
+    for module in (dealing, general):
+        monkeypatch.setattr(module, "SMALL", -1)
     large = (assign_sticky(spec), assign_cooperative_sticky(spec))
     assert small == large
     assert sum(map(len, small[0].assignment.values())) == sum(

@@ -18,6 +18,7 @@ import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
 
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
@@ -44,8 +45,12 @@ import java.util.TreeSet;
 import java.util.function.Supplier;
 
 /**
- * Kafka's own client-side assignors behind the project's JSON Lines contract (see
- * {@code assignors/codec.py}): one group spec per input line, one answer line per spec, in order.
+ * Kafka's own assignors behind the project's JSON Lines contract (see {@code assignors/codec.py}):
+ * one group spec per input line, one answer line per spec, in order. The client-side assignors
+ * ({@code range}, {@code roundrobin}, {@code sticky}, {@code cooperative-sticky}) run through
+ * {@code ConsumerPartitionAssignor.assign(Cluster, GroupSubscription)}; the server-side (KIP-848)
+ * ones ({@code uniform}, {@code server-range}) through the group coordinator's own input classes,
+ * see {@link ServerAssignors}.
  *
  * <pre>
  * java -cp '.cache/jars/reference/*' rebalancemonitor.reference.AssignorReference \
@@ -53,13 +58,14 @@ import java.util.function.Supplier;
  * </pre>
  *
  * <p>Timing: {@code elapsed_ms} is the median of {@code --repeat} timed calls of
- * {@code ConsumerPartitionAssignor.assign(Cluster, GroupSubscription)} alone, after {@code --warmup}
+ * the assign call alone, after {@code --warmup}
  * untimed calls (default: none for a single repetition, otherwise as many as the timed ones, at most
  * 5, like JMH's 5 warm-up iterations) and, with {@code --warmup-seconds S}, further untimed calls
  * until S seconds of warm-up have passed (the benchmark uses this so that the JIT has compiled the
- * assignor before small cells are timed). Every call gets a fresh assignor instance and freshly built
- * subscriptions outside the clock: Kafka's sticky assignors keep {@code maxGeneration} across calls
- * (spec section 8) and StickyAssignor reads its userData buffer in place.
+ * assignor before small cells are timed). Every call gets a fresh assignor instance and, for the
+ * client assignors, freshly built subscriptions outside the clock: Kafka's sticky assignors keep
+ * {@code maxGeneration} across calls (spec section 8) and StickyAssignor reads its userData buffer in
+ * place. The server-side assignors change nothing they are given, so their inputs are built once.
  *
  * <p>{@code transferring}: CooperativeStickyAssignor withholds partitions that change owner but does
  * not say who will get them, so each withheld partition (owned by some member in the spec, assigned
@@ -85,9 +91,18 @@ public final class AssignorReference {
                   List<TopicPartition> owned, int generation) {
     }
 
-    /** One parsed line. */
+    /** One parsed line; {@code topicIds} holds the topic ids the spec gives (optional per topic). */
     record Spec(JsonNode id, String assignor, Cluster cluster, Map<String, Integer> partitionCounts,
-                List<Member> members) {
+                Map<String, Uuid> topicIds, List<Member> members) {
+    }
+
+    /** One assignor ready to run on one spec. */
+    interface Runner {
+        /** Fresh inputs for one call, built here, outside the clock; the returned call is what is timed. */
+        Supplier<Object> prepare();
+
+        /** The raw result of a call as each member's partitions. */
+        Map<String, List<TopicPartition>> partitions(Object raw);
     }
 
     public static void main(String[] args) throws IOException {
@@ -179,23 +194,23 @@ public final class AssignorReference {
                 ? root.get("id") : null;
         try {
             Spec spec = parseSpec(root, assignorOverride);
-            Supplier<ConsumerPartitionAssignor> factory = assignorFactory(spec.assignor());
+            Runner runner = ServerAssignors.NAMES.contains(spec.assignor())
+                    ? ServerAssignors.runner(spec) : clientRunner(spec);
             // At least `warmup` calls, and more until `warmupSeconds` have passed: a few calls do not
             // get a small cell's code through the JIT, while a large cell needs no more than a few.
             long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
             for (int i = 0; i < warmup || System.nanoTime() < warmupEnd; i++) {
-                factory.get().assign(spec.cluster(), subscriptions(spec));
+                runner.prepare().get();
             }
             long[] nanos = new long[repeat];
-            Map<String, Assignment> result = null;
+            Object result = null;
             for (int i = 0; i < repeat; i++) {
-                ConsumerPartitionAssignor assignor = factory.get();
-                GroupSubscription subscriptions = subscriptions(spec);
+                Supplier<Object> call = runner.prepare();
                 long start = System.nanoTime();
-                result = assignor.assign(spec.cluster(), subscriptions).groupAssignment();
+                result = call.get();
                 nanos[i] = System.nanoTime() - start;
             }
-            return answer(id, spec, result, median(nanos) / 1e6);
+            return answer(id, spec, runner.partitions(result), median(nanos) / 1e6);
         } catch (SpecException e) {
             return error(id, "line " + number + ": " + e.getMessage());
         } catch (RuntimeException e) {
@@ -226,7 +241,34 @@ public final class AssignorReference {
             case "sticky" -> StickyAssignor::new;
             case "cooperative-sticky" -> CooperativeStickyAssignor::new;
             default -> throw new SpecException("assignor: unknown assignor '" + name
-                    + "'; the Java reference knows range, roundrobin, sticky, cooperative-sticky");
+                    + "'; the Java reference knows range, roundrobin, sticky, cooperative-sticky, uniform,"
+                    + " server-range");
+        };
+    }
+
+    private static void checkAssignor(String name) throws SpecException {
+        if (!ServerAssignors.NAMES.contains(name)) {
+            assignorFactory(name);
+        }
+    }
+
+    static Runner clientRunner(Spec spec) throws SpecException {
+        Supplier<ConsumerPartitionAssignor> factory = assignorFactory(spec.assignor());
+        return new Runner() {
+            @Override
+            public Supplier<Object> prepare() {
+                ConsumerPartitionAssignor assignor = factory.get();
+                GroupSubscription subscriptions = subscriptions(spec);
+                return () -> assignor.assign(spec.cluster(), subscriptions).groupAssignment();
+            }
+
+            @Override
+            @SuppressWarnings("unchecked")
+            public Map<String, List<TopicPartition>> partitions(Object raw) {
+                Map<String, List<TopicPartition>> out = new HashMap<>();
+                ((Map<String, Assignment>) raw).forEach((member, a) -> out.put(member, a.partitions()));
+                return out;
+            }
         };
     }
 
@@ -289,20 +331,19 @@ public final class AssignorReference {
 
     // --- answers ---------------------------------------------------------------------------------
 
-    static ObjectNode answer(JsonNode id, Spec spec, Map<String, Assignment> result, double elapsedMs)
-            throws SpecException {
+    static ObjectNode answer(JsonNode id, Spec spec, Map<String, List<TopicPartition>> result, double elapsedMs) {
         ObjectNode out = JSON.createObjectNode();
         out.set("id", id);
         out.put("assignor", spec.assignor());
         ObjectNode assignment = out.putObject("assignment");
         Set<TopicPartition> assigned = new HashSet<>();
         for (Member m : spec.members()) {
-            Assignment a = result.get(m.memberId());
+            List<TopicPartition> partitions = result.get(m.memberId());
             ArrayNode list = assignment.putArray(m.memberId());
-            if (a == null) {
+            if (partitions == null) {
                 continue; // Kafka always lists every member; an absence shows up as an empty list
             }
-            for (TopicPartition tp : a.partitions()) {
+            for (TopicPartition tp : partitions) {
                 list.addArray().add(tp.topic()).add(tp.partition());
                 assigned.add(tp);
             }
@@ -358,13 +399,15 @@ public final class AssignorReference {
             }
             assignor = a.asText();
         }
-        assignorFactory(assignor); // reject unknown names before doing any work
+        checkAssignor(assignor); // reject unknown names before doing any work
 
         JsonNode topicsNode = root.get("topics");
         if (topicsNode == null || !topicsNode.isObject()) {
             throw new SpecException("topics: must be an object of topic name -> {\"partitions\": N}, got " + topicsNode);
         }
         Map<String, Integer> counts = new LinkedHashMap<>();
+        Map<String, Uuid> topicIds = new HashMap<>();
+        Map<Uuid, String> topicOfId = new HashMap<>();
         Map<String, List<List<String>>> racks = new HashMap<>();
         for (Iterator<Map.Entry<String, JsonNode>> it = topicsNode.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
@@ -376,7 +419,7 @@ public final class AssignorReference {
             if (!t.isObject()) {
                 throw new SpecException(path + ": must be an object like {\"partitions\": 3}, got " + t);
             }
-            rejectUnknown(t, Set.of("partitions", "racks"), path);
+            rejectUnknown(t, Set.of("partitions", "racks", "topic_id"), path);
             JsonNode p = t.get("partitions");
             if (p == null || !p.isIntegralNumber()) {
                 throw new SpecException(path + ".partitions: must be an integer, got " + p);
@@ -386,6 +429,15 @@ public final class AssignorReference {
                 throw new SpecException(path + ".partitions: partition count " + n + " is negative");
             }
             counts.put(e.getKey(), n);
+            JsonNode topicIdNode = t.get("topic_id");
+            if (topicIdNode != null && !topicIdNode.isNull()) {
+                Uuid topicId = parseTopicId(topicIdNode, path + ".topic_id");
+                String other = topicOfId.putIfAbsent(topicId, e.getKey());
+                if (other != null) {
+                    throw new SpecException(path + ".topic_id: " + topicId + " is already the id of topic '" + other + "'");
+                }
+                topicIds.put(e.getKey(), topicId);
+            }
             JsonNode r = t.get("racks");
             if (r != null && !r.isNull()) {
                 if (!r.isArray()) {
@@ -442,7 +494,7 @@ public final class AssignorReference {
             }
             members.add(m);
         }
-        return new Spec(idNode, assignor, cluster(racks, counts), counts, members);
+        return new Spec(idNode, assignor, cluster(racks, counts), counts, topicIds, members);
     }
 
     private static Member parseMember(JsonNode node, String path) throws SpecException {
@@ -507,6 +559,27 @@ public final class AssignorReference {
             }
         }
         return new Member(memberId, instanceId, rack, topics, owned, generation);
+    }
+
+    /** Kafka's own string form of a Uuid (22 characters of URL-safe base64), canonical and not reserved. */
+    private static Uuid parseTopicId(JsonNode node, String path) throws SpecException {
+        if (!node.isTextual()) {
+            throw new SpecException(path + ": must be a string (Kafka's base64 topic id), got " + node);
+        }
+        String text = node.asText();
+        Uuid id;
+        try {
+            id = Uuid.fromString(text);
+        } catch (IllegalArgumentException e) {
+            throw new SpecException(path + ": '" + text + "' is not a Kafka topic id (22 characters of URL-safe base64)");
+        }
+        if (!id.toString().equals(text)) {
+            throw new SpecException(path + ": '" + text + "' is not a Kafka topic id in canonical form (expected '" + id + "')");
+        }
+        if (Uuid.RESERVED.contains(id)) {
+            throw new SpecException(path + ": '" + text + "' is a reserved id, never a topic's");
+        }
+        return id;
     }
 
     private static void rejectUnknown(JsonNode node, Set<String> allowed, String path) throws SpecException {
