@@ -42,7 +42,6 @@ sys.path.insert(0, str(REPO))
 
 from assignors.connect import (  # noqa: E402
     ConnectGroupSpec,
-    ConnectorTaskId,
     ConnectWorkerSpec,
     assign_connect_incremental,
 )

@@ -16,7 +16,7 @@ import pytest
 from assignors import InvalidGroupSpecError
 from assignors.java_order import hashmap_order
 from assignors.metrics import balance_metrics, validate
-from assignors.model import GroupSpec, TopicSpec, topic_id_string
+from assignors.model import GroupSpec, TopicSpec
 from assignors.uniform import assign_uniform, assign_uniform_heterogeneous, assign_uniform_homogeneous
 
 from .conftest import group, listed, member, tps
