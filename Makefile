@@ -19,4 +19,4 @@ test-fast: setup
 
 clean-state:
 	-.venv/bin/rebalance-monitor kafka stop
-	rm -rf .state data checkpoints/job
+	rm -rf .state data checkpoints/job checkpoints/job.lock checkpoints/job-alert-outbox
