@@ -61,7 +61,10 @@ def translate_type(t: FieldType, atoms: dict, array, map_, struct):
     return go(t)
 
 TOPIC_PARTITION = Struct((("topic", "string"), ("partition", "int")))
-WORKLOAD_TOPIC = Struct((("name", "string"), ("partitions", "int"), ("racks", Array(Array("string")))))
+#: ``topic_id``: the topic's Kafka Uuid in Kafka's own form (22 characters of URL-safe base64), when
+#: known; Kafka's server-side (KIP-848) assignors walk topics in the hash order of their ids.
+WORKLOAD_TOPIC = Struct((("name", "string"), ("partitions", "int"), ("racks", Array(Array("string"))),
+                         ("topic_id", "string")))
 #: Kafka Streams: the application's tasks ("<subtopology>_<partition>" ids), with and without state.
 WORKLOAD_TASKS = Struct((("stateful", Array("string")), ("stateless", Array("string"))))
 #: Kafka Streams' assignment configs; names as in docs/assign.md (the ``streams-ha`` spec's ``config``).

@@ -190,10 +190,13 @@ def group_snapshot(d) -> GroupSnapshot:
 
 
 def topic_snapshot(t) -> TopicSnapshot:
-    """A TopicDescription (duck-typed): partition count and, per partition, its replicas' racks."""
+    """A TopicDescription (duck-typed): partition count, per partition its replicas' racks, and the
+    topic id (Kafka's base64 form, which is ``str()`` of confluent-kafka's Uuid)."""
     partitions = sorted(t.partitions, key=lambda p: p.id)
     racks = tuple(tuple(sorted({n.rack for n in p.replicas if getattr(n, "rack", None)})) for p in partitions)
-    return TopicSnapshot(name=t.name, partitions=len(partitions), racks=racks if any(racks) else None)
+    topic_id = getattr(t, "topic_id", None)
+    return TopicSnapshot(name=t.name, partitions=len(partitions), racks=racks if any(racks) else None,
+                         topic_id=str(topic_id) if topic_id is not None else None)
 
 
 def read_snapshot(admin, time_ms: int, pattern: re.Pattern | None, timeout_s: float) -> ClusterSnapshot:

@@ -15,6 +15,7 @@ from collections import deque
 
 from assignors import TopicPartition, TopicSpec
 from assignors.connect.model import ConnectAssignorState, ConnectorTaskId
+from assignors.model import topic_id_from_string, topic_id_string
 
 from streaming.alerting.evaluator import AlertState
 from streaming.engine.events import MembershipEvent, TaskWorkload
@@ -86,6 +87,12 @@ def _decode_leader_state(data: dict | None) -> ConnectAssignorState | None:
     return ConnectAssignorState(**values)
 
 
+def _decode_topic(name: str, partitions: int, racks: list | None, topic_id: str | None = None) -> TopicSpec:
+    """A topic as stored; states stored before topic ids were kept have three fields."""
+    return TopicSpec(name, partitions, tuple(frozenset(r) for r in racks) if racks is not None else None,
+                     topic_id=topic_id_from_string(topic_id) if topic_id is not None else None)
+
+
 def encode_state(state: GroupState) -> bytes:
     data = {
         "v": FORMAT_VERSION,
@@ -93,7 +100,8 @@ def encode_state(state: GroupState) -> bytes:
         "group_type": state.group_type,
         "assignor": state.assignor,
         "protocol": state.protocol,
-        "topics": [[t.name, t.partitions, [sorted(r) for r in t.replica_racks] if t.replica_racks is not None else None]
+        "topics": [[t.name, t.partitions, [sorted(r) for r in t.replica_racks] if t.replica_racks is not None else None,
+                    topic_id_string(t.topic_id) if t.topic_id is not None else None]
                    for t in state.topics.values()],
         "members": [[m.member_id, list(m.topics), m.joined_at, m.last_seen, m.session_timeout_ms,
                      m.group_instance_id, m.client_id, m.host, m.rack,
@@ -143,8 +151,7 @@ def decode_state(blob: bytes) -> GroupState:
         group_type=data["group_type"],
         assignor=data["assignor"],
         protocol=data["protocol"],
-        topics={name: TopicSpec(name, n, tuple(frozenset(r) for r in racks) if racks is not None else None)
-                for name, n, racks in data["topics"]},
+        topics={t[0]: _decode_topic(*t) for t in data["topics"]},
         members=members,
         generation=data["generation"],
         assignment=_decode_assignment(data["assignment"]),

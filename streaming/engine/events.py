@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping, NamedTuple
 
 from assignors import TopicPartition, TopicSpec
+from assignors.model import topic_id_from_string
 from assignors.streams import StreamsAssignmentConfig
 from schemas.events import (
     MEMBER_EVENT_TYPES,
@@ -187,9 +188,15 @@ class Workload:
             racks = t.get("racks")
             if racks is not None and len(racks) != t["partitions"]:
                 raise InvalidEventError(f"field workload.topics[{i}]: racks must list one entry per partition")
+            topic_id = None
+            if t.get("topic_id") is not None:
+                try:
+                    topic_id = topic_id_from_string(t["topic_id"])
+                except ValueError as exc:
+                    raise InvalidEventError(f"field workload.topics[{i}].topic_id: {exc}") from None
             topics.append(TopicSpec(name=t["name"], partitions=int(t["partitions"]),
                                     replica_racks=tuple(frozenset(r or ()) for r in racks)
-                                    if racks is not None else None))
+                                    if racks is not None else None, topic_id=topic_id))
         tasks = w.get("tasks")
         connectors = w.get("connectors")
         task_workload = None

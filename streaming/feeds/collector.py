@@ -100,10 +100,15 @@ class TopicSnapshot:
     partitions: int
     #: Per partition, the racks of its replicas; ``None`` when no broker has a rack.
     racks: tuple[tuple[str, ...], ...] | None = None
+    #: Kafka's topic id (base64 form), which KIP-848's assignors order topics by; None if unknown.
+    topic_id: str | None = None
 
     def as_workload(self) -> dict:
-        return {"name": self.name, "partitions": self.partitions,
-                "racks": [list(r) for r in self.racks] if self.racks is not None else None}
+        out = {"name": self.name, "partitions": self.partitions,
+               "racks": [list(r) for r in self.racks] if self.racks is not None else None}
+        if self.topic_id is not None:
+            out["topic_id"] = self.topic_id
+        return out
 
 
 @dataclass(frozen=True)
@@ -440,7 +445,8 @@ def views_from_events(events: Iterable[Mapping], group_ids: Iterable[str] | None
         if kind == "workload":
             g["workload"] = tuple(
                 TopicSnapshot(t["name"], int(t["partitions"]),
-                              tuple(tuple(r) for r in t["racks"]) if t.get("racks") is not None else None)
+                              tuple(tuple(r) for r in t["racks"]) if t.get("racks") is not None else None,
+                              topic_id=t.get("topic_id"))
                 for t in (e.get("workload") or {}).get("topics") or ())
             continue
         g["group_protocol"] = e.get("group_protocol") or g["group_protocol"]

@@ -198,6 +198,44 @@ def test_a_kip848_group_is_observed_and_recorded_with_the_server_side_assignor(
     assert checks and all(c["reported_assignor"] == "uniform" for c in checks)
 
 
+@pytest.mark.parametrize("remote_assignor, assignor", [("uniform", "uniform"), ("range", "server-range")])
+def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_epochs(
+        kafka_broker, spark, tmp_path, unique_name, remote_assignor, assignor):
+    """Real KIP-848 groups (the broker assigns; librdkafka clients): members join one at a time,
+    two at once, and leave. The job runs Kafka 4.1's server-side assignor on what the collector
+    saw (topic ids included, members in join order, the previous target assignment) and compares
+    each settled epoch with the coordinator's target assignment."""
+    bootstrap = kafka_broker.bootstrap_servers
+    config = make_config(kafka_broker, tmp_path, unique_name)
+    topics = _topics(bootstrap, unique_name)
+    group_id = f"rg-848-{remote_assignor}-{unique_name}"
+    group = RealGroup(bootstrap, group_id, topics, group_protocol="consumer", remote_assignor=remote_assignor)
+    collector = CollectorThread(collect_options(config, bootstrap, group_id))
+    collector.start()
+    try:
+        for step in (1, 1, 2, -1, 1, -2):
+            if step > 0:
+                for _ in range(step):  # one at a time: the join order is the coordinator's order
+                    group.join(1)
+                    group.settle()
+            else:
+                group.leave(group.consumers[:-step])
+                group.settle()
+            collector.polls_after(3)
+        collector.polls_after(POLLS_PAST)
+    finally:
+        collector.stop()
+        group.close()
+    run_available_now(spark, config)
+
+    checks = _checks(spark, config, group_id)
+    assert checks and {c["computed_assignor"] for c in checks} == {assignor}
+    agreeing = [c for c in checks if c["agrees"]]
+    print(f"{remote_assignor}: {len(agreeing)} of {len(checks)} settled epochs agree; differences: "
+          f"{[(c['generation'], c['differing'], c['unmatched_members']) for c in checks if not c['agrees']]}")
+    assert len(agreeing) == len(checks), [c for c in checks if not c["agrees"]]
+
+
 #: Scripted cooperative-sticky sequences: each seed draws joins and leaves for one group.
 COOPERATIVE_SEEDS = (1, 2, 3)
 COOPERATIVE_STEPS = 5

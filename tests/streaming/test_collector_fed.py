@@ -4,7 +4,13 @@ monitor's computed generation (the ``assignment_checks`` rows)."""
 
 from __future__ import annotations
 
-from streaming.engine import GroupState
+import uuid
+
+import pytest
+
+from assignors.model import topic_id_string
+from streaming.engine import GroupState, MembershipEvent
+from streaming.errors import InvalidEventError
 
 from tests.stories import collector_observation as observed
 from tests.stories import heartbeats, in_time_order, real_range_group, workload
@@ -121,3 +127,16 @@ def test_a_static_member_restarting_under_a_new_member_id_keeps_the_checks_agree
     assert checks[-1]["agrees"] is True and checks[-1]["unmatched_members"] == []
     assert sorted(state.observed) == ["a2", "b"]
     assert [a for a in rows(outputs, "alerts") if a["rule"] == "assignment_disagreement"] == []
+
+
+def test_topic_ids_of_the_workload_reach_the_assignor_and_survive_the_state_store():
+    ids = {"t0": uuid.UUID("6365a6e1-94f4-4813-96a8-247fa569073b"), "t1": uuid.UUID("0aa1e2c7-5d0a-4f0e-b6a1-2f1f2c1d9e7a")}
+    workload_event = {"event_id": "w", "event_time": 0, "type": "workload", "workload": {"topics": [
+        {"name": name, "partitions": 3, "racks": None, "topic_id": topic_id_string(topic_id)}
+        for name, topic_id in ids.items()]}}
+    outputs, state = run_batches([[workload_event] + heartbeats(["x"], 0, 5_000)])  # time moves on
+    assert {name: t.topic_id for name, t in state.topics.items()} == ids
+    bad = {**workload_event, "event_id": "w2", "workload": {"topics": [{"name": "t0", "partitions": 3,
+                                                                       "topic_id": "not-an-id"}]}}
+    with pytest.raises(InvalidEventError, match=r"field workload.topics\[0\].topic_id"):
+        MembershipEvent.from_json(bad)
