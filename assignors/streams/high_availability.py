@@ -55,6 +55,7 @@ Not here, on purpose:
 
 from __future__ import annotations
 
+import functools
 import heapq
 from typing import Callable, Iterable
 
@@ -134,10 +135,7 @@ class _HighAvailabilityRound:
         order = sorted(range(len(spec.clients)), key=lambda i: keys[i])
         self.clients = [spec.clients[i] for i in order]
         self.n = len(self.clients)
-        #: Client indices (ProcessId order) in spec order: the order Kafka's leader filled its client map.
-        rank = {spec_index: i for i, spec_index in enumerate(order)}
-        self.spec_order = [rank[j] for j in range(self.n)]
-        self.client_hash = [process_id_hash(c.process_id) for c in self.clients]
+        self._spec_positions = order
         self.cap = [c.capacity for c in self.clients]
         self.capf = np.asarray(self.cap, dtype=np.float64)
 
@@ -162,6 +160,17 @@ class _HighAvailabilityRound:
         self._cache_caught_up: dict[int, list[int]] = {}
         self._cache_min_lag: dict[int, int] = {}
         self._cache_by_lag: dict[int, list[int]] = {}
+
+    @property
+    def spec_order(self) -> list[int]:
+        """Client indices (``ProcessId`` order) in spec order: the order Kafka's leader filled its client map."""
+        rank = {spec_index: i for i, spec_index in enumerate(self._spec_positions)}
+        return [rank[j] for j in range(self.n)]
+
+    @functools.cached_property
+    def client_hash(self) -> list[int]:
+        """``ProcessId.hashCode`` per client; only the Java walks need it, and most rounds have none."""
+        return [process_id_hash(c.process_id) for c in self.clients]
 
     # --- lags (spec 4.1) ------------------------------------------------------------------------
 
