@@ -42,6 +42,8 @@ from .java_hash import (
     copy_sized,
     hash_order,
     hash_order_after_removals,
+    hash_order_of_spread,
+    spread_hash,
     process_id_hash,
     put_all_sized,
     subtopology_hash,
@@ -74,13 +76,19 @@ class _LegacyStickyFallback:
         self.cap = list(capacity)
         client_hash = [process_id_hash(p) for p in process_ids]
         self._client_hash = client_hash.__getitem__
+        self._client_spread = [spread_hash(h) for h in client_hash]
         self.client_order = self._client_set_order(list(spec_order))
         self.all_tasks, self.stateful_tasks = _kafka_task_sets(stateful, stateless)
         self.all_set = set(self.all_tasks)
         self.active: list[set[str]] = [set() for _ in range(self.n)]
         self.standby: list[set[str]] = [set() for _ in range(self.n)]
         self.count = [0] * self.n
-        self.pairs: set[tuple[str, str]] = set()
+        # Kafka's TaskPairs holds a pair for every two tasks it assigned to one client, and a task
+        # never leaves a client here: the pairs of a task are the tasks of the clients holding it.
+        # So keep each client's tasks and each task's holders, and only the number of pairs.
+        self.tasks_of: list[set[str]] = [set() for _ in range(self.n)]
+        self.holders: dict[str, list[int]] = {}
+        self.pair_count = 0
         n_tasks = len(self.all_tasks)
         # TaskPairs(maxPairs) in Java int arithmetic; a negative capacity makes Kafka's HashSet throw.
         product = _java_int(n_tasks * (n_tasks - 1))
@@ -104,35 +112,36 @@ class _LegacyStickyFallback:
         """The walk of a ``HashSet<ProcessId>`` (or the client map) filled in this order."""
         if len(clients) <= 1:
             return clients
-        return hash_order(clients, self._client_hash, int, table)
+        spread = self._client_spread
+        return hash_order_of_spread(clients, [spread[c] for c in clients], self._client_hash, int, table)
 
     # --- ClientState -----------------------------------------------------------------------------
 
-    def _assigned(self, c: int) -> set[str]:
-        return self.active[c] | self.standby[c]
-
-    def _more_room(self, a: int, b: int) -> bool:
-        """``a.hasMoreAvailableCapacityThan(b)``: lower load, or equal load and more threads."""
-        la, lb = self.count[a] / self.cap[a], self.count[b] / self.cap[b]
-        if la != lb:
-            return la < lb
-        return self.cap[a] > self.cap[b]
+    def _holds(self, c: int, task: str) -> bool:
+        return task in self.tasks_of[c]
 
     def _assign(self, c: int, task: str, active: bool) -> None:
-        for other in self._assigned(c):  # TaskPairs.addPairs, before the task goes in
-            self.pairs.add((other, task) if task_sort_key(other) < task_sort_key(task) else (task, other))
+        mine = self.tasks_of[c]
+        if mine:  # TaskPairs.addPairs, before the task goes in: pairs with c's tasks not yet paired
+            new = mine
+            for h in self.holders.get(task, ()):
+                new = new - self.tasks_of[h]
+            self.pair_count += len(new)
+        mine.add(task)
+        self.holders.setdefault(task, []).append(c)
         (self.active if active else self.standby)[c].add(task)
         self.count[c] += 1
 
     def _has_new_pair(self, task: str, c: int) -> bool:
-        if len(self.pairs) == self.max_pairs:
+        """``TaskPairs.hasNewPair``: some task on ``c`` was never on one client with ``task``."""
+        if self.pair_count == self.max_pairs:
             return False
-        key = task_sort_key(task)
-        for other in self._assigned(c):
-            pair = (other, task) if task_sort_key(other) < key else (task, other)
-            if pair not in self.pairs:
-                return True
-        return False
+        rest = self.tasks_of[c]
+        for h in self.holders.get(task, ()):
+            if not rest:
+                break
+            rest = rest - self.tasks_of[h]
+        return bool(rest)
 
     # --- LegacyStickyTaskAssignor ----------------------------------------------------------------
 
@@ -140,7 +149,7 @@ class _LegacyStickyFallback:
         self._assign_active()
         for task in self.stateful_tasks:
             for _ in range(num_standby_replicas):
-                without = [c for c in self.client_order if task not in self._assigned(c)]
+                without = [c for c in self.client_order if not self._holds(c, task)]
                 if not without:
                     break  # Kafka warns: not enough clients for the standbys
                 within = self._client_set_order(without)
@@ -208,22 +217,31 @@ class _LegacyStickyFallback:
         return self._least_loaded(task, [c for c in copy if c in allowed])
 
     def _should_balance_load(self, c: int) -> bool:
-        if self.count[c] < self.cap[c]:
+        """``shouldBalanceLoad``: ``c`` is full and some client has more available capacity."""
+        count, cap = self.count, self.cap
+        if count[c] < cap[c]:
             return False
-        return any(self._more_room(o, c) for o in range(self.n))
+        load, threads = count[c] / cap[c], cap[c]
+        return any(n / k < load or (n / k == load and k > threads) for n, k in zip(count, cap))
 
     def _least_loaded(self, task: str, clients: list[int]) -> int | None:
         found = self._find_least_loaded(task, clients, check_pairs=True)
         return found if found is not None else self._find_least_loaded(task, clients, check_pairs=False)
 
     def _find_least_loaded(self, task: str, clients: list[int], check_pairs: bool) -> int | None:
-        best = None
+        """``findLeastLoaded``: the first client without tasks, else the one with the most available
+        capacity (``hasMoreAvailableCapacityThan``: lower load, then more threads; earlier in the
+        walk on a tie), among those on which the task forms a new pair if ``check_pairs``."""
+        count, cap = self.count, self.cap
+        best, best_load, best_threads = None, 0.0, 0
         for c in clients:
-            if self.count[c] == 0:
+            n = count[c]
+            if n == 0:
                 return c
-            if best is None or self._more_room(c, best):
+            load, threads = n / cap[c], cap[c]
+            if best is None or load < best_load or (load == best_load and threads > best_threads):
                 if not check_pairs or self._has_new_pair(task, c):
-                    best = c
+                    best, best_load, best_threads = c, load, threads
         return best
 
 

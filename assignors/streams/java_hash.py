@@ -110,7 +110,7 @@ def _next_threshold(old_cap: int, old_thr: int, new_cap: int) -> int:
     return int(np.float32(new_cap) * np.float32(0.75))
 
 
-def _spread(h: int) -> int:
+def spread_hash(h: int) -> int:
     """``HashMap.hash``: the high half folded into the low one, as a signed ``int``."""
     h &= _MASK32
     return _int32(h ^ (h >> 16))
@@ -130,10 +130,14 @@ def hash_order(keys: Sequence[Hashable], hash_of: Callable[[Hashable], int],
     does (used only inside a tree bucket). ``table`` is the table size the map starts with
     (:func:`presized`, :func:`copy_sized`, :func:`put_all_sized`); 0 = ``new HashMap<>()``.
     """
+    return hash_order_of_spread(keys, [spread_hash(hash_of(k)) for k in keys], hash_of, rank_of, table)
+
+
+def hash_order_of_spread(keys: Sequence[Hashable], spread: Sequence[int], hash_of, rank_of, table: int = 0) -> list:
+    """:func:`hash_order` for callers that keep each key's :func:`spread_hash` at hand."""
     n = len(keys)
     if n == 0:
         return []
-    spread = [_spread(hash_of(k)) for k in keys]
     capacity = _final_capacity_if_never_crowded(spread, table)
     if capacity is None:
         m = JavaHashMap(hash_of, rank_of, table)
@@ -150,7 +154,7 @@ def hash_order_after_removals(keys: Sequence[Hashable], removed: Sequence[Hashab
     """The walk after ``keys`` were put and then ``removed`` taken out one by one with
     ``HashMap.remove`` (which, unlike an iterator's ``remove``, may reorder a tree bucket)."""
     gone = set(removed)
-    if _final_capacity_if_never_crowded([_spread(hash_of(k)) for k in keys], table) is not None:
+    if _final_capacity_if_never_crowded([spread_hash(hash_of(k)) for k in keys], table) is not None:
         return [k for k in hash_order(keys, hash_of, rank_of, table) if k not in gone]
     m = hash_set_of(keys, hash_of, rank_of, table)
     for k in removed:
@@ -158,7 +162,7 @@ def hash_order_after_removals(keys: Sequence[Hashable], removed: Sequence[Hashab
     return list(m)
 
 
-def _final_capacity_if_never_crowded(spread: list[int], table: int) -> int | None:
+def _final_capacity_if_never_crowded(spread: Sequence[int], table: int) -> int | None:
     """The table size after all puts, or None when some bucket may reach 9 keys on the way (then
     ``treeifyBin`` runs, which reorders the bucket or doubles the table early)."""
     n = len(spread)
@@ -263,7 +267,7 @@ class JavaHashMap:
     def put(self, key) -> None:
         if key in self._nodes:
             return  # an existing mapping: only its value would change
-        h = _spread(self._hash_of(key))
+        h = spread_hash(self._hash_of(key))
         rank = self._rank_of(key)
         if self._tab is None:
             self._resize()

@@ -647,7 +647,7 @@ def test_java_hash_walks_match_the_jdk():
             ops.append(["put", k])
             walk.put(k)
             present.append(k)
-        buckets = Counter(java_hash._spread(hash_of(k)) & 63 for k in present)
+        buckets = Counter(java_hash.spread_hash(hash_of(k)) & 63 for k in present)
         crowded += bool(present) and max(buckets.values()) > 8 and len(present) > 48
         for _ in range(rng.randint(0, len(present))):
             k = rng.choice(present)

@@ -124,7 +124,7 @@ def test_the_hash_walk_of_random_process_ids_is_insertion_order_within_buckets()
     rng = random.Random(5)
     pids = [f"{rng.getrandbits(32):08x}-0000-4000-8000-{rng.getrandbits(48):012x}" for _ in range(40)]
     walk = java_hash.hash_order(pids, java_hash.process_id_hash, str)
-    buckets = {p: java_hash._spread(java_hash.process_id_hash(p)) & 63 for p in pids}
+    buckets = {p: java_hash.spread_hash(java_hash.process_id_hash(p)) & 63 for p in pids}
     assert sorted(walk) == sorted(pids)
     assert [buckets[p] for p in walk] == sorted(buckets[p] for p in walk)
     for b in set(buckets.values()):
