@@ -147,6 +147,8 @@ class _HighAvailabilityRound:
         self.active: list[set[int]] = [set() for _ in range(self.n)]
         self.standby: list[set[int]] = [set() for _ in range(self.n)]
         self.n_assigned = [0] * self.n
+        #: n_assigned / capacity per client, kept current: the movement queue reads it live.
+        self.load = [0.0] * self.n
         #: Standby copies kept only to warm a client up (Kafka's ``warmups`` plus kept standby-move copies).
         self.warmups: list[set[int]] = [set() for _ in range(self.n)]
         # Kafka computes lags only once it has the changelog end offsets; when the fetch failed
@@ -269,19 +271,23 @@ class _HighAvailabilityRound:
 
     def add_active(self, c: int, t: int) -> None:
         self.active[c].add(t)
-        self.n_assigned[c] += 1
+        self._count(c, 1)
 
     def remove_active(self, c: int, t: int) -> None:
         self.active[c].remove(t)
-        self.n_assigned[c] -= 1
+        self._count(c, -1)
 
     def add_standby(self, c: int, t: int) -> None:
         self.standby[c].add(t)
-        self.n_assigned[c] += 1
+        self._count(c, 1)
 
     def remove_standby(self, c: int, t: int) -> None:
         self.standby[c].remove(t)
-        self.n_assigned[c] -= 1
+        self._count(c, -1)
+
+    def _count(self, c: int, delta: int) -> None:
+        n = self.n_assigned[c] = self.n_assigned[c] + delta
+        self.load[c] = n / self.cap[c]
 
     # --- phases -----------------------------------------------------------------------------------
 
@@ -462,10 +468,7 @@ class _HighAvailabilityRound:
         offered in ``ProcessId`` order. Loads are read live: see :mod:`.java_queue` for why a
         client is not always the least loaded when the queue yields it. Built only when there is a
         movement: the queue is never polled otherwise."""
-        n_assigned, cap = self.n_assigned, self.cap
-        queue = ConstrainedPrioritySet(lambda c: (n_assigned[c] / cap[c], c), self.client_hash.__getitem__)
-        queue.offer_all(range(self.n))
-        return queue
+        return ConstrainedPrioritySet(self.load, self.client_hash, range(self.n))
 
     def _active_task_movements(self) -> int:
         movements = self._schedule(self.active, skip_warmups=False)
@@ -473,15 +476,16 @@ class _HighAvailabilityRound:
             return 0
         queue = self._movement_queue()
         for _, task, _, destination in movements:
-            caught_up = set(self.caught_up_clients(task))
+            caught_up_list = self.caught_up_clients(task)
+            caught_up = set(caught_up_list)
             standby = self.standby
             # A caught-up client with a standby swaps; else any caught-up client takes the active
             # (the destination may keep a warm-up); else the most caught-up client does.
-            source = queue.poll(lambda c: c in caught_up and task in standby[c])
+            source = queue.poll(lambda c: c in caught_up and task in standby[c], caught_up_list)
             if source is not None:
                 self._swap(task, source, destination)
             else:
-                source = queue.poll(caught_up.__contains__)
+                source = queue.poll(caught_up.__contains__, caught_up_list)
                 if source is not None:
                     self._move_active_and_try_to_warm_up(task, source, destination)
                 else:
@@ -505,9 +509,10 @@ class _HighAvailabilityRound:
         queue = self._movement_queue()
         moved = 0
         for _, task, _, destination in movements:
-            caught_up = set(self.caught_up_clients(task))
+            caught_up_list = self.caught_up_clients(task)
+            caught_up = set(caught_up_list)
             eligible = lambda c, task=task: not self.holds(c, task)  # noqa: E731
-            source = queue.poll(lambda c: c in caught_up and eligible(c))
+            source = queue.poll(lambda c: c in caught_up and eligible(c), caught_up_list)
             if source is None:
                 source = self._most_caught_up_before(task, destination, eligible)
             if source is None:

@@ -486,12 +486,13 @@ class _PathCounter:
         taken = self._this_spec
 
         class CountingSet(ConstrainedPrioritySet):
-            def poll(self, constraint):
+            def poll(self, constraint, candidates=None):
                 # The least loaded client the constraint admits, by the loads of this moment: what an
                 # idealised queue would return. Kafka's heap, and ours, may return another one.
+                load = self._load
                 admitted = [c for c in self._members if constraint(c)]
-                ideal = min(admitted, key=self._queue._key) if admitted else None
-                got = super().poll(constraint)
+                ideal = min(admitted, key=lambda c: (load[c], c)) if admitted else None
+                got = super().poll(constraint, candidates)
                 if got != ideal:
                     taken.add("queue yielded a client that is not the least loaded")
                 return got
