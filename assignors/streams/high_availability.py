@@ -147,8 +147,8 @@ class _HighAvailabilityRound:
         self.active: list[set[int]] = [set() for _ in range(self.n)]
         self.standby: list[set[int]] = [set() for _ in range(self.n)]
         self.n_assigned = [0] * self.n
-        #: n_assigned / capacity per client, kept current: the movement queue reads it live.
-        self.load = [0.0] * self.n
+        #: n_assigned / capacity per client, for the movement queue (see _movement_queue).
+        self.load: list[float] = []
         #: Standby copies kept only to warm a client up (Kafka's ``warmups`` plus kept standby-move copies).
         self.warmups: list[set[int]] = [set() for _ in range(self.n)]
         # Kafka computes lags only once it has the changelog end offsets; when the fetch failed
@@ -271,23 +271,19 @@ class _HighAvailabilityRound:
 
     def add_active(self, c: int, t: int) -> None:
         self.active[c].add(t)
-        self._count(c, 1)
+        self.n_assigned[c] += 1
 
     def remove_active(self, c: int, t: int) -> None:
         self.active[c].remove(t)
-        self._count(c, -1)
+        self.n_assigned[c] -= 1
 
     def add_standby(self, c: int, t: int) -> None:
         self.standby[c].add(t)
-        self._count(c, 1)
+        self.n_assigned[c] += 1
 
     def remove_standby(self, c: int, t: int) -> None:
         self.standby[c].remove(t)
-        self._count(c, -1)
-
-    def _count(self, c: int, delta: int) -> None:
-        n = self.n_assigned[c] = self.n_assigned[c] + delta
-        self.load[c] = n / self.cap[c]
+        self.n_assigned[c] -= 1
 
     # --- phases -----------------------------------------------------------------------------------
 
@@ -468,7 +464,15 @@ class _HighAvailabilityRound:
         offered in ``ProcessId`` order. Loads are read live: see :mod:`.java_queue` for why a
         client is not always the least loaded when the queue yields it. Built only when there is a
         movement: the queue is never polled otherwise."""
+        self.load = [n / c for n, c in zip(self.n_assigned, self.cap)]
         return ConstrainedPrioritySet(self.load, self.client_hash, range(self.n))
+
+    def _offer_back(self, queue: ConstrainedPrioritySet, source: int, destination: int) -> None:
+        """``offerAll(source, destination)`` after a movement: the two clients whose loads it changed."""
+        load, n_assigned, cap = self.load, self.n_assigned, self.cap
+        load[source] = n_assigned[source] / cap[source]
+        load[destination] = n_assigned[destination] / cap[destination]
+        queue.offer_all((source, destination))
 
     def _active_task_movements(self) -> int:
         movements = self._schedule(self.active, skip_warmups=False)
@@ -499,7 +503,7 @@ class _HighAvailabilityRound:
                         self._swap(task, source, destination)
                     else:
                         self._move_active_and_try_to_warm_up(task, source, destination)
-            queue.offer_all((source, destination))
+            self._offer_back(queue, source, destination)
         return len(movements)
 
     def _standby_task_movements(self) -> int:
@@ -522,7 +526,7 @@ class _HighAvailabilityRound:
                 self.warmups[destination].add(task)  # the old copy stays only to keep warming up
             else:
                 self.remove_standby(destination, task)
-            queue.offer_all((source, destination))
+            self._offer_back(queue, source, destination)
             moved += 1
         return moved
 
