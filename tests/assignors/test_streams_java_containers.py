@@ -150,31 +150,32 @@ class _ReplayedSet:
 
 
 def test_the_logging_queue_answers_and_ends_like_the_plain_replay():
-    """Movement phases in miniature: poll with a candidate list, give the polled client a task, take
-    one from a queued client (what a movement does once the warm-up budget is spent), now and then
-    give one to a queued client (the most-caught-up path), offer them back. Heaps of 2**k - 1 or so
-    clients with close loads, where Kafka's heap goes out of order most often: the test requires
-    that it did, and that both queues yielded the same clients and ended with the same array."""
+    """Movement phases in miniature: poll with a candidate list (most clients admitted, as when
+    most are caught up), give the polled client a task, take one from a queued client (what a
+    movement does once the warm-up budget is spent), now and then give one to a queued client
+    (the most-caught-up path), offer them back. With close loads Kafka's heap goes out of order in
+    about one sequence in eight: the test requires that it did, and that both queues yielded the
+    same clients and ended with the same array."""
     out_of_order = 0
-    for seed in range(1000):
+    for seed in range(300):
         rng = random.Random(seed)
-        n = rng.choice([3, 7, 15, 16, 17, 24, 31, 32, 33])
-        cap = [rng.choice((1, 1, 2)) for _ in range(n)]
-        count = [rng.randint(0, 3) for _ in range(n)]
+        n = rng.choice([7, 15, 16, 24, 31, 32, 48])
+        cap = [rng.choice((1, 1, 1, 2)) for _ in range(n)]
+        count = [rng.randint(2, 6) for _ in range(n)]
         load = [count[c] / cap[c] for c in range(n)]
         hashes = [rng.getrandbits(32) for _ in range(n)]
         logging, plain = ConstrainedPrioritySet(load, hashes, range(n)), _ReplayedSet(load, hashes, range(n))
         for _ in range(60):
-            admitted = set(rng.sample(range(n), rng.randint(0, min(3, n))))
+            admitted = set(rng.sample(range(n), rng.randint(0, n) if rng.random() < 0.2 else rng.randint(n // 2, n)))
             least = min((c for c in plain.members if c in admitted), key=lambda c: (load[c], c), default=None)
-            got = logging.poll(admitted.__contains__, sorted(admitted) + rng.sample(range(n), rng.randint(0, 2)))
+            got = logging.poll(admitted.__contains__, sorted(admitted))
             assert got == plain.poll(admitted.__contains__), f"seed {seed}"
             out_of_order += got != least
             if got is None:
                 continue
             other = rng.choice([c for c in range(n) if c != got])
             count[got] += 1
-            count[other] = max(0, count[other] - rng.choice([0, 1, 1]))
+            count[other] = max(0, count[other] - 1)
             touched = [got, other]
             if rng.random() < 0.2:
                 extra = rng.randrange(n)
