@@ -1,4 +1,5 @@
-"""Kafka Streams' task assignor (spec section 4): ``HighAvailabilityTaskAssignor`` (KIP-441).
+"""Kafka Streams' task assignor (spec section 4): ``HighAvailabilityTaskAssignor`` (KIP-441), and
+``FallbackPriorTaskAssignor`` when the changelog end offsets are missing, as Kafka 4.1 runs them.
 
 A :class:`StreamsGroupSpec` (clients with capacity, lags and tags; stateful and stateless tasks;
 configs; the leader's ``now_ms``) in, a :class:`StreamsAssignment` (active, standby and warm-up

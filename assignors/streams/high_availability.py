@@ -1,4 +1,8 @@
-"""Kafka Streams' ``HighAvailabilityTaskAssignor`` (KIP-441; spec 4.2), as Kafka ships it.
+"""Kafka Streams' ``HighAvailabilityTaskAssignor`` (KIP-441; spec 4.2), as Kafka 4.1 ships it.
+
+Followed: Kafka 4.1.1 (``HighAvailabilityTaskAssignor``, ``TaskMovement``, ``ConstrainedPrioritySet``,
+``DefaultStandbyTaskAssignor``, ``ClientTagAwareStandbyTaskAssignor``, and ``StreamsPartitionAssignor``'s
+choice of ``FallbackPriorTaskAssignor``), checked against its jar by the differential test.
 
 Guarantees, in priority order: every task has exactly one active; no client holds two copies of a
 task; a stateful active goes to a *caught-up* client when one exists (so processing resumes
@@ -11,7 +15,9 @@ Phases (clients in ``ProcessId`` order, tasks in ``TaskId`` order):
    moves tasks while that strictly reduces the per-thread skew.
 2. Standbys: least-loaded client without a copy (default), or spread over client-tag values
    (KIP-708, when ``rack_aware_assignment_tags`` is set); then balanced over threads (tag-aware:
-   only between clients with the same tags).
+   only between clients with the same tags). Tag-aware standbys that found no distinct tag value
+   go to the least loaded clients afterwards, in the walk of Kafka's ``HashMap`` of task ids
+   (:mod:`.java_hash`), not in ``TaskId`` order.
 3. Active task movements: an active on a client that is not caught up, where another client is
    more caught up, goes to a caught-up standby (swap), else the least-loaded caught-up client,
    else the most caught-up client; the intended owner keeps a *warm-up* copy while the shared
@@ -20,13 +26,23 @@ Phases (clients in ``ProcessId`` order, tasks in ``TaskId`` order):
 5. Stateless tasks to the client with the least active load.
 6. A probing rebalance is scheduled (``now + probing.rebalance.interval.ms``) iff any move was needed.
 
-Two Java details decide ties and are reproduced: loads are ``double`` divisions (Python floats are
-the same IEEE doubles), and movements are processed in the order Kafka 4.1.1 *polls* them from a
-``java.util.PriorityQueue`` ordered by (caught-up client count, task) only. Several standby movements
-of one task compare equal, and ``PriorityQueue`` does not keep them in insertion order: its own sift
-rules decide, so :func:`_java_priority_queue_order` replays ``offer``/``poll`` exactly. (Older Kafka
-iterated the queue's heap array with a for-each loop; 4.1.1 polls it, which the differential test
-against Kafka's jar showed.)
+Java details that decide answers and are reproduced:
+
+* Loads are ``double`` divisions (Python floats are the same IEEE doubles).
+* Movements are processed in the order Kafka *polls* them from a ``java.util.PriorityQueue``
+  ordered by (caught-up client count, task) only; several standby movements of one task compare
+  equal and come out in the order the queue's sifts leave them (:mod:`.java_queue`).
+* The movement phases pick clients from a ``PriorityQueue`` whose comparator reads loads that
+  change while the clients are queued (a destination loses a task once the warm-up budget is
+  spent). Its heap then goes out of order and it may yield a client that is not the least loaded;
+  :mod:`.java_queue` keeps the same heap array and sifts it as Java does. The other phases change a
+  client's load only while it is out of the queue, so there the queue's order is the true
+  (load, ``ProcessId``) order and a plain heap gives the same answer faster.
+* A lag of ``-3`` (``UNKNOWN_OFFSET_SUM``: the client could not read its offsets) is a lag like any
+  other for this assignor, as in Kafka: never caught up, yet ranked ahead of every real lag.
+* When the changelog end offsets could not be fetched (clients report offset sums, the spec has no
+  end offsets), Kafka's ``StreamsPartitionAssignor`` runs ``FallbackPriorTaskAssignor`` instead and
+  asks for a probing rebalance at ``now + probing.rebalance.interval.ms``: see :mod:`.fallback`.
 
 Not here, on purpose:
 
@@ -35,24 +51,20 @@ Not here, on purpose:
   per-thread skew, and so do we.
 * Rack-aware min-cost-flow optimisation of actives and standbys (KIP-925,
   ``rack.aware.assignment.strategy``) is left out; with it off (Kafka's default) the result is exact.
-* When lags are unknown (end offsets could not be fetched, or a client reports ``-3``), Kafka
-  returns the prior assignment through ``FallbackPriorTaskAssignor`` (a ``StickyTaskAssignor`` that
-  must keep previous actives). We return a simplified prior assignment - previous actives kept,
-  the rest to the least active load, standbys preferring previous holders - and ask for a probing
-  rebalance. As in Kafka's ``StreamsPartitionAssignor`` the probing time is
-  ``now + probing.rebalance.interval.ms``: Kafka schedules its retry that way, not at once.
-* With the tag-aware standby assignor, standbys that could not be placed on distinct tag values
-  are handed out in ``TaskId`` order (Kafka iterates a ``HashMap`` there).
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 from typing import Callable, Iterable
 
 import numpy as np
 
 from ..errors import AssignmentError
+from .fallback import fallback_prior_assignment
+from .java_hash import hash_order_after_removals, process_id_hash, task_id_hash
+from .java_queue import ConstrainedPrioritySet, java_priority_queue_order
 from .model import (
     LATEST_OFFSET,
     LONG_MAX,
@@ -67,10 +79,14 @@ from .model import (
 
 
 class _LoadQueue:
-    """Kafka's ``ConstrainedPrioritySet``: clients by (load, id), polled subject to a constraint.
+    """Kafka's ``ConstrainedPrioritySet`` where no queued client's load changes: clients by
+    (load, id), polled subject to a constraint.
 
-    Lazy deletion: an entry is live while it matches the client's current key. Clients rejected by
-    the constraint during one poll go back in afterwards, as in Kafka.
+    Used by the standby and stateless phases, which change only the load of the client just
+    polled (out of the queue) before offering it again. Kafka's heap then stays a heap, so it yields
+    clients in true (load, id) order, and the array layout (which :mod:`.java_queue` would track)
+    cannot change an answer. Lazy deletion: an entry is live while it matches the client's current
+    key. Clients rejected by the constraint during one poll go back in afterwards, as in Kafka.
     """
 
     __slots__ = ("_heap", "_current", "_load")
@@ -119,6 +135,7 @@ class _HighAvailabilityRound:
         order = sorted(range(len(spec.clients)), key=lambda i: keys[i])
         self.clients = [spec.clients[i] for i in order]
         self.n = len(self.clients)
+        self._spec_positions = order
         self.cap = [c.capacity for c in self.clients]
         self.capf = np.asarray(self.cap, dtype=np.float64)
 
@@ -130,13 +147,32 @@ class _HighAvailabilityRound:
         self.active: list[set[int]] = [set() for _ in range(self.n)]
         self.standby: list[set[int]] = [set() for _ in range(self.n)]
         self.n_assigned = [0] * self.n
+        #: n_assigned / capacity per client, for the movement queue (see _movement_queue).
+        self.load: list[float] = []
         #: Standby copies kept only to warm a client up (Kafka's ``warmups`` plus kept standby-move copies).
         self.warmups: list[set[int]] = [set() for _ in range(self.n)]
-        self.unknown_lag = False
+        # Kafka computes lags only once it has the changelog end offsets; when the fetch failed
+        # (no end offsets, yet clients report offset sums) StreamsPartitionAssignor falls back.
+        self.end_offsets_missing = (
+            spec.task_end_offset_sums is None
+            and bool(self.stateful)
+            and any(c.task_lags is None for c in self.clients)
+        )
         self._build_lags()
         self._cache_caught_up: dict[int, list[int]] = {}
         self._cache_min_lag: dict[int, int] = {}
         self._cache_by_lag: dict[int, list[int]] = {}
+
+    @property
+    def spec_order(self) -> list[int]:
+        """Client indices (``ProcessId`` order) in spec order: the order Kafka's leader filled its client map."""
+        rank = {spec_index: i for i, spec_index in enumerate(self._spec_positions)}
+        return [rank[j] for j in range(self.n)]
+
+    @functools.cached_property
+    def client_hash(self) -> list[int]:
+        """``ProcessId.hashCode`` per client; only the Java walks need it, and most rounds have none."""
+        return [process_id_hash(c.process_id) for c in self.clients]
 
     # --- lags (spec 4.1) ------------------------------------------------------------------------
 
@@ -146,9 +182,6 @@ class _HighAvailabilityRound:
         index = {t: i for i, t in enumerate(self.stateful)}
         self.explicit: list[dict[int, int]] = [dict() for _ in self.stateful]
         ends = spec.task_end_offset_sums
-        needs_ends = any(c.task_lags is None for c in self.clients)
-        if needs_ends and ends is None:
-            self.unknown_lag = True  # Kafka: end offsets could not be fetched
         self.default_lag = [0] * self.n_stateful
         if ends is not None:
             for t, i in index.items():
@@ -162,19 +195,18 @@ class _HighAvailabilityRound:
                         raise InvalidStreamsSpecError(
                             f"client {client.process_id!r} gives task_lags but none for stateful task {t!r}"
                         )
-                    lag = client.task_lags[t]
-                    self.unknown_lag |= lag == UNKNOWN_OFFSET_SUM
-                    self.explicit[i][ci] = lag
+                    self.explicit[i][ci] = client.task_lags[t]
                 continue
             for t, offset_sum in client.task_offset_sums.items():
                 i = index.get(t)
                 if i is None:
                     continue  # state of a task that is no longer stateful in the topology
                 if offset_sum == LATEST_OFFSET or offset_sum == UNKNOWN_OFFSET_SUM:
+                    # ClientState.computeTaskLags keeps both sentinels as lags: -3 is not caught up,
+                    # yet ranks ahead of every real lag (and of -2) in tasksToClientByLag.
                     lag = offset_sum
-                    self.unknown_lag |= offset_sum == UNKNOWN_OFFSET_SUM
                 elif ends is None:
-                    lag = UNKNOWN_OFFSET_SUM
+                    lag = UNKNOWN_OFFSET_SUM  # only with end offsets missing, where lags go unused
                 else:
                     end = ends[t]
                     # A store ahead of the changelog end (e.g. after the topic was recreated) restores from scratch.
@@ -256,7 +288,7 @@ class _HighAvailabilityRound:
     # --- phases -----------------------------------------------------------------------------------
 
     def run(self) -> StreamsAssignment:
-        if self.unknown_lag:
+        if self.end_offsets_missing:
             return self._fallback_prior_assignment()
         for t in range(self.n_stateful):
             self.add_active(t % self.n, t)
@@ -376,19 +408,18 @@ class _HighAvailabilityRound:
                 pending[task] = remaining
         if pending:
             queue.offer_all(range(self.n))
-            for task in sorted(pending):
+            for task in self._pending_standbys_walk(pending):
                 self._place_standbys(queue, task, pending[task])
 
-    def _least_loaded(self, candidates: Iterable[int], constraint=None) -> int | None:
-        """``ConstrainedPrioritySet.poll`` when every client is in the queue: argmin of (load, id)."""
-        best, best_key = None, None
-        for c in candidates:
-            if constraint is not None and not constraint(c):
-                continue
-            key = (self.n_assigned[c] / self.cap[c], c)
-            if best_key is None or key < best_key:
-                best, best_key = c, key
-        return best
+    def _pending_standbys_walk(self, pending: dict[int, int]) -> list[int]:
+        """Kafka keeps the standbys still owed per task in a ``HashMap<TaskId, Integer>`` filled with
+        every stateful task in ``TaskId`` order (``Collectors.toMap``), removes each task whose
+        standbys all found distinct tag values, and hands the rest out in that map's walk."""
+        names = self.stateful
+        placed = [names[t] for t in range(self.n_stateful) if t not in pending]
+        walk = hash_order_after_removals(names, placed, _task_hash, task_sort_key)
+        index = {name: t for t, name in enumerate(names)}
+        return [index[name] for name in walk]
 
     def _most_caught_up_before(self, task: int, destination: int, constraint=None) -> int | None:
         for c in self.clients_by_lag(task):
@@ -426,38 +457,66 @@ class _HighAvailabilityRound:
                 if self.needs_to_move(client, task):
                     movements.append((len(self.caught_up_clients(task)), task, len(movements), client))
         # The queue's contents are fixed before the first poll, and its order only depends on them.
-        return _java_priority_queue_order(movements, key=lambda m: (m[0], m[1]))
+        return java_priority_queue_order(movements, key=lambda m: (m[0], m[1]))
+
+    def _movement_queue(self) -> ConstrainedPrioritySet:
+        """The movement phases' ``ConstrainedPrioritySet`` of clients by assigned load, every client
+        offered in ``ProcessId`` order. Loads are read live: see :mod:`.java_queue` for why a
+        client is not always the least loaded when the queue yields it. Built only when there is a
+        movement: the queue is never polled otherwise."""
+        self.load = [n / c for n, c in zip(self.n_assigned, self.cap)]
+        return ConstrainedPrioritySet(self.load, self.client_hash, range(self.n))
+
+    def _offer_back(self, queue: ConstrainedPrioritySet, source: int, destination: int) -> None:
+        """``offerAll(source, destination)`` after a movement: the two clients whose loads it changed."""
+        load, n_assigned, cap = self.load, self.n_assigned, self.cap
+        load[source] = n_assigned[source] / cap[source]
+        load[destination] = n_assigned[destination] / cap[destination]
+        queue.offer_all((source, destination))
 
     def _active_task_movements(self) -> int:
         movements = self._schedule(self.active, skip_warmups=False)
+        if not movements:
+            return 0
+        queue = self._movement_queue()
         for _, task, _, destination in movements:
-            caught_up = self.caught_up_clients(task)
-            holder = self._least_loaded(caught_up, lambda c: task in self.standby[c])
-            if holder is not None:
-                self._swap(task, holder, destination)
-                continue
-            source = self._least_loaded(caught_up)
+            caught_up_list = self.caught_up_clients(task)
+            caught_up = set(caught_up_list)
+            standby = self.standby
+            # A caught-up client with a standby swaps; else any caught-up client takes the active
+            # (the destination may keep a warm-up); else the most caught-up client does.
+            source = queue.poll(lambda c: c in caught_up and task in standby[c], caught_up_list)
             if source is not None:
-                self._move_active_and_try_to_warm_up(task, source, destination)
-                continue
-            source = self._most_caught_up_before(task, destination)
-            if source is None:
-                raise AssignmentError(
-                    f"task {self.task_names[task]} on client {self.clients[destination].process_id!r} "
-                    "was scheduled to move to a more caught-up client, but none exists"
-                )
-            if task in self.standby[source]:
                 self._swap(task, source, destination)
             else:
-                self._move_active_and_try_to_warm_up(task, source, destination)
+                source = queue.poll(caught_up.__contains__, caught_up_list)
+                if source is not None:
+                    self._move_active_and_try_to_warm_up(task, source, destination)
+                else:
+                    source = self._most_caught_up_before(task, destination)
+                    if source is None:
+                        raise AssignmentError(
+                            f"task {self.task_names[task]} on client {self.clients[destination].process_id!r} "
+                            "was scheduled to move to a more caught-up client, but none exists"
+                        )
+                    if task in standby[source]:
+                        self._swap(task, source, destination)
+                    else:
+                        self._move_active_and_try_to_warm_up(task, source, destination)
+            self._offer_back(queue, source, destination)
         return len(movements)
 
     def _standby_task_movements(self) -> int:
         movements = self._schedule(self.standby, skip_warmups=True)
+        if not movements:
+            return 0
+        queue = self._movement_queue()
         moved = 0
         for _, task, _, destination in movements:
+            caught_up_list = self.caught_up_clients(task)
+            caught_up = set(caught_up_list)
             eligible = lambda c, task=task: not self.holds(c, task)  # noqa: E731
-            source = self._least_loaded(self.caught_up_clients(task), eligible)
+            source = queue.poll(lambda c: c in caught_up and eligible(c), caught_up_list)
             if source is None:
                 source = self._most_caught_up_before(task, destination, eligible)
             if source is None:
@@ -467,6 +526,7 @@ class _HighAvailabilityRound:
                 self.warmups[destination].add(task)  # the old copy stays only to keep warming up
             else:
                 self.remove_standby(destination, task)
+            self._offer_back(queue, source, destination)
             moved += 1
         return moved
 
@@ -481,39 +541,29 @@ class _HighAvailabilityRound:
     # --- lags unknown -----------------------------------------------------------------------------
 
     def _fallback_prior_assignment(self) -> StreamsAssignment:
-        """Previous actives stay put; the rest go to the least active load; standbys prefer previous holders."""
-        prev_active: dict[int, int] = {}
-        prev_standby: dict[int, list[int]] = {}
-        for task, explicit in enumerate(self.explicit):
-            for client in sorted(explicit):
-                if explicit[client] == LATEST_OFFSET:
-                    prev_active.setdefault(task, client)
-                else:
-                    prev_standby.setdefault(task, []).append(client)
-        unowned = []
-        for task in range(len(self.task_names)):
-            if task in prev_active:
-                self.add_active(prev_active[task], task)
+        """``FallbackPriorTaskAssignor`` (see :mod:`.fallback`), which always asks for a probing rebalance."""
+        prev_active: list[list[str]] = []
+        prev_standby: list[list[str]] = []
+        for client in self.clients:
+            if client.task_lags is None:
+                # initializePrevTasks: -2 was active, any other reported offset sum is a standby.
+                reported = client.task_offset_sums
+                prev_active.append([t for t, v in reported.items() if v == LATEST_OFFSET])
+                prev_standby.append([t for t, v in reported.items() if v != LATEST_OFFSET])
             else:
-                unowned.append(task)
-        queue = _LoadQueue(self.active_load)
-        queue.offer_all(range(self.n))
-        for task in unowned:
-            client = queue.poll()
-            self.add_active(client, task)
-            queue.offer(client)
-        wanted = self.config.num_standby_replicas
-        if wanted > 0:
-            for task in range(self.n_stateful):
-                remaining = wanted
-                for client in prev_standby.get(task, []):
-                    if remaining and not self.holds(client, task):
-                        self.add_standby(client, task)
-                        remaining -= 1
-                if remaining:
-                    queue = _LoadQueue(self.assigned_load)
-                    queue.offer_all(range(self.n))
-                    self._place_standbys(queue, task, remaining)
+                # Kafka's lag-taking ClientState constructor: -2 was active, a lag >= 0 a standby.
+                prev_active.append([t for t, v in client.task_lags.items() if v == LATEST_OFFSET])
+                prev_standby.append([t for t, v in client.task_lags.items() if v >= 0])
+        active, standby = fallback_prior_assignment(
+            [c.process_id for c in self.clients], self.spec_order, self.cap, prev_active, prev_standby,
+            self.stateful, self.stateless, self.config.num_standby_replicas,
+        )
+        index = {name: t for t, name in enumerate(self.task_names)}
+        for c in range(self.n):
+            for name in active[c]:
+                self.add_active(c, index[name])
+            for name in standby[c]:
+                self.add_standby(c, index[name])
         return self._result(True, fallback=True)
 
     def _result(self, probing: bool, fallback: bool) -> StreamsAssignment:
@@ -538,42 +588,8 @@ class _HighAvailabilityRound:
         )
 
 
-def _java_priority_queue_order(items: list, key: Callable) -> list:
-    """The order in which ``java.util.PriorityQueue`` polls ``items`` offered in list order.
-
-    Elements with equal keys come out in an order set by Java's siftUp/siftDown (a comparison that
-    is not ``<`` stops a sift), which neither insertion order nor ``heapq`` reproduces.
-    """
-    queue: list = []
-    for item in items:  # PriorityQueue.offer -> siftUp
-        k = len(queue)
-        queue.append(item)
-        ik = key(item)
-        while k > 0:
-            parent = (k - 1) >> 1
-            if ik >= key(queue[parent]):
-                break
-            queue[k] = queue[parent]
-            k = parent
-        queue[k] = item
-    order = []
-    while queue:  # PriorityQueue.poll -> siftDown of the last element from the root
-        order.append(queue[0])
-        last = queue.pop()
-        n = len(queue)
-        if n == 0:
-            break
-        k, lk, half = 0, key(last), n >> 1
-        while k < half:
-            child = 2 * k + 1
-            if child + 1 < n and key(queue[child]) > key(queue[child + 1]):
-                child += 1
-            if lk <= key(queue[child]):
-                break
-            queue[k] = queue[child]
-            k = child
-        queue[k] = last
-    return order
+def _task_hash(task: str) -> int:
+    return task_id_hash(*task_sort_key(task))
 
 
 def assign_streams_ha(spec: StreamsGroupSpec) -> StreamsAssignment:

@@ -97,8 +97,9 @@ class StreamsGroupSpec:
     clients: tuple[StreamsClient, ...]
     stateful_tasks: tuple[str, ...]
     stateless_tasks: tuple[str, ...] = ()
-    #: Summed changelog end offsets per stateful task; ``None`` = the fetch failed (Kafka then
-    #: falls back to the prior assignment). Not needed when every client gives ``task_lags``.
+    #: Summed changelog end offsets per stateful task; ``None`` with clients that give offset sums =
+    #: the fetch failed (Kafka then runs its fallback assignor, see ``fallback.py``). Not needed
+    #: when every client gives ``task_lags``.
     task_end_offset_sums: Mapping[str, int] | None = None
     config: StreamsAssignmentConfig = field(default_factory=StreamsAssignmentConfig)
     #: The leader's clock at assignment time: the probing rebalance is scheduled relative to it.
@@ -146,5 +147,6 @@ class StreamsAssignment:
     probing_rebalance_needed: bool
     #: ``now_ms + probing_rebalance_interval_ms`` when a probing rebalance is needed, else ``None``.
     probing_rebalance_at_ms: int | None
-    #: True when lags were unknown and the prior assignment was returned (FallbackPriorTaskAssignor).
+    #: True when the end offsets were missing and Kafka's ``FallbackPriorTaskAssignor`` ran
+    #: (previous actives kept, a probing rebalance asked for) instead of the HA assignor.
     fallback_used: bool = False

@@ -12,6 +12,7 @@ from assignors.errors import AssignmentError, RebalanceMonitorError
 from assignors.streams import (
     LATEST_OFFSET,
     LONG_MAX,
+    UNKNOWN_OFFSET_SUM,
     InvalidStreamsSpecError,
     StreamsAssignment,
     StreamsAssignmentConfig,
@@ -213,10 +214,42 @@ def test_unknown_end_offsets_fall_back_to_the_prior_assignment():
     assert a.clients[PID[1]].standby_tasks == ("0_0", "0_1")
 
 
-def test_unknown_offset_sum_reported_by_a_client_also_falls_back():
-    clients = (StreamsClient(PID[0], task_lags={"0_0": -3}), StreamsClient(PID[1], task_lags={"0_0": 0}))
-    a = assign_streams_ha(StreamsGroupSpec(clients, ("0_0",)))
+def test_fallback_gives_an_unowned_stateful_active_to_the_client_with_state_for_it():
+    # Kafka's FallbackPriorTaskAssignor (a sticky assignor): 0_0 goes to the client that holds a store
+    # for it, the stateless task to the other one (checked against Kafka 4.1.1's jar).
+    clients = (StreamsClient(PID[0], task_offset_sums={}), StreamsClient(PID[1], task_offset_sums={"0_0": 50}))
+    spec = StreamsGroupSpec(clients, ("0_0",), ("1_0",), task_end_offset_sums=None, config=config())
+    a = assign_streams_ha(spec)
     assert a.fallback_used and a.probing_rebalance_needed
+    assert a.clients[PID[0]].active_tasks == ("1_0",)
+    assert a.clients[PID[1]].active_tasks == ("0_0",)
+
+
+def test_no_stateful_tasks_means_no_end_offsets_to_fetch_and_no_fallback():
+    clients = (StreamsClient(PID[0], task_offset_sums={}), StreamsClient(PID[1], task_offset_sums={}))
+    a = assign_streams_ha(StreamsGroupSpec(clients, (), ("1_0", "1_1"), task_end_offset_sums=None))
+    assert not a.fallback_used and not a.probing_rebalance_needed
+
+
+def test_a_lone_client_reporting_an_unknown_offset_sum_gets_the_task_without_probing():
+    spec = StreamsGroupSpec((StreamsClient(PID[0], task_offset_sums={"0_0": UNKNOWN_OFFSET_SUM}),), ("0_0",),
+                            task_end_offset_sums={"0_0": 1000})
+    a = assign_streams_ha(spec)
+    assert a.clients[PID[0]].active_tasks == ("0_0",)
+    assert not a.fallback_used and not a.probing_rebalance_needed
+
+
+def test_an_unknown_offset_sum_is_never_caught_up_yet_ranks_first_by_lag():
+    # Kafka sorts clients by lag, and -3 sorts before every real lag (and before -2). A task on the
+    # -3 client therefore never moves, even to a caught-up client...
+    stays = (StreamsClient(PID[0], task_lags={"0_0": UNKNOWN_OFFSET_SUM}), StreamsClient(PID[1], task_lags={"0_0": 0}))
+    a = assign_streams_ha(StreamsGroupSpec(stays, ("0_0",), config=config(acceptable=100)))
+    assert a.clients[PID[0]].active_tasks == ("0_0",) and not a.probing_rebalance_needed
+    # ...and a task on a lagging client moves to the -3 client, which counts as the most caught up.
+    pulls = (StreamsClient(PID[0], task_lags={"0_0": 500}), StreamsClient(PID[1], task_lags={"0_0": UNKNOWN_OFFSET_SUM}))
+    a = assign_streams_ha(StreamsGroupSpec(pulls, ("0_0",), config=config(acceptable=100)))
+    assert a.clients[PID[1]].active_tasks == ("0_0",)
+    assert a.clients[PID[0]].warmup_tasks == ("0_0",) and a.probing_rebalance_needed and not a.fallback_used
 
 
 @pytest.mark.parametrize(

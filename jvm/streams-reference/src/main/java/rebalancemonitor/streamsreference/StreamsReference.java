@@ -12,9 +12,12 @@ import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
 import org.apache.kafka.streams.processor.assignment.ProcessId;
+import org.apache.kafka.streams.processor.internals.TopologyMetadata.Subtopology;
 import org.apache.kafka.streams.processor.internals.assignment.ClientState;
+import org.apache.kafka.streams.processor.internals.assignment.FallbackPriorTaskAssignor;
 import org.apache.kafka.streams.processor.internals.assignment.HighAvailabilityTaskAssignor;
 import org.apache.kafka.streams.processor.internals.assignment.RackAwareTaskAssignor;
+import org.apache.kafka.streams.processor.internals.assignment.SubscriptionInfo;
 
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
@@ -32,6 +35,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -68,6 +72,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code warmups_granted} counts all warm-ups the shared budget paid for (read off the budget counter,
  * which Kafka decrements on every attempt).
  *
+ * <p>A spec whose clients report offset sums but that has no {@code task_end_offset_sums} is the case
+ * where the leader could not fetch the changelog end offsets: {@code StreamsPartitionAssignor} then sets
+ * every end offset sum to {@code UNKNOWN_OFFSET_SUM} and runs {@code FallbackPriorTaskAssignor}, and so
+ * does this reference ({@code "fallback_used": true} in the answer). The task sets handed to the assignors
+ * are built with the containers {@code StreamsPartitionAssignor} builds them with (see
+ * {@link #kafkaTaskSets}), because the fallback walks them.
+ *
  * <p>Timing: {@code elapsed_ms} is the median of {@code --repeat} timed {@code assign} calls, after
  * {@code --warmup} untimed ones (default: none for one repetition, otherwise as many as the timed
  * ones, at most 5). Every call gets freshly built client states outside the clock, because
@@ -93,7 +104,8 @@ public final class StreamsReference {
     }
 
     record StreamsSpec(JsonNode id, List<Client> clients, Set<TaskId> statefulTasks, Set<TaskId> allTasks,
-                       Map<TaskId, Long> endOffsetSums, AssignmentConfigs configs, long nowMs) {
+                       Map<TaskId, Long> endOffsetSums, boolean endOffsetsMissing, AssignmentConfigs configs,
+                       long nowMs) {
     }
 
     /** What assign() left in the client states, plus the warm-ups that only the replay knows. */
@@ -185,8 +197,11 @@ public final class StreamsReference {
             if (kind.equals("connect")) {
                 return ConnectReference.answer(id, root, repeat, warmup);
             }
+            if (kind.equals("java_hash")) {
+                return JavaHashReference.answer(id, root);
+            }
             if (!kind.equals("streams")) {
-                throw new SpecException("kind must be \"streams\" or \"connect\", got \"" + kind + "\"");
+                throw new SpecException("kind must be \"streams\", \"connect\" or \"java_hash\", got \"" + kind + "\"");
             }
             return streamsAnswer(id, parseStreams(root), repeat, warmup);
         } catch (SpecException e) {
@@ -262,13 +277,12 @@ public final class StreamsReference {
                 throw new SpecException("task " + t + " is both stateful and stateless");
             }
         }
-        Set<TaskId> all = new HashSet<>(stateful);
-        all.addAll(stateless);
         Map<TaskId, Long> ends = root.hasNonNull("task_end_offset_sums")
                 ? taskLongs(root.get("task_end_offset_sums"), "task_end_offset_sums") : null;
 
         List<Client> clients = new ArrayList<>();
         Set<ProcessId> seen = new HashSet<>();
+        boolean offsetClients = false;
         for (JsonNode c : clientsNode) {
             String pid = c.path("process_id").asText(null);
             if (pid == null) {
@@ -298,11 +312,7 @@ public final class StreamsReference {
                     }
                 }
             } else {
-                if (ends == null) {
-                    // Kafka runs FallbackPriorTaskAssignor, not the HA assignor, when end offsets are unknown.
-                    throw new SpecException("client " + pid + " gives task_offset_sums but the spec has no"
-                            + " task_end_offset_sums: Kafka would not run the HA assignor");
-                }
+                offsetClients = true;
                 if (c.hasNonNull("task_offset_sums")) {
                     offsets = taskLongs(c.get("task_offset_sums"), "client " + pid + " task_offset_sums");
                 }
@@ -337,14 +347,66 @@ public final class StreamsReference {
                 HighAvailabilityTaskAssignor.DEFAULT_HIGH_AVAILABILITY_TRAFFIC_COST,
                 HighAvailabilityTaskAssignor.DEFAULT_HIGH_AVAILABILITY_NON_OVERLAP_COST,
                 "none");
+        // The fetch of end offsets failed: StreamsPartitionAssignor sets every end offset sum to
+        // UNKNOWN_OFFSET_SUM, and the lags it computes from them are unknown too.
+        boolean missing = ends == null && offsetClients && !stateful.isEmpty();
         Map<TaskId, Long> endsForStateful = new HashMap<>();
-        if (ends != null) {
-            for (TaskId t : stateful) {
+        for (TaskId t : stateful) {
+            if (ends != null) {
                 endsForStateful.put(t, ends.get(t));
+            } else if (missing) {
+                endsForStateful.put(t, SubscriptionInfo.UNKNOWN_OFFSET_SUM);
             }
         }
-        return new StreamsSpec(root.get("id"), clients, stateful, all, endsForStateful, configs,
+        Set<TaskId>[] sets = kafkaTaskSets(stateful, stateless);
+        return new StreamsSpec(root.get("id"), clients, sets[1], sets[0], endsForStateful, missing, configs,
                 root.path("now_ms").asLong(0));
+    }
+
+    /**
+     * Kafka's task sets, built with the containers StreamsPartitionAssignor builds them with (their walk
+     * decides the fallback's answer): {allTasks, statefulTasks}. The topology's subtopologies (id order)
+     * are {@code putAll} into a HashMap (TopologyMetadata.subtopologyTopicsInfoMapExcluding), copied into
+     * another (sourceTopicsByGroup); PartitionGrouper fills partitionsForTask subtopology by subtopology,
+     * partitions ascending; populateTasksForMaps fills a task set per subtopology from its walk;
+     * ChangelogTopics fills its map walking the first subtopology map and those sets; the assignor's
+     * statefulTasks is a HashSet filled from that map's keys.
+     */
+    @SuppressWarnings("unchecked")
+    static Set<TaskId>[] kafkaTaskSets(Set<TaskId> stateful, Set<TaskId> stateless) {
+        SortedSet<TaskId> sorted = new TreeSet<>(stateful);
+        sorted.addAll(stateless);
+        Map<Subtopology, List<TaskId>> bySubtopology = new LinkedHashMap<>();
+        for (TaskId t : sorted) {
+            bySubtopology.computeIfAbsent(new Subtopology(t.subtopology(), null), k -> new ArrayList<>()).add(t);
+        }
+        Map<Subtopology, List<TaskId>> topicGroups = new HashMap<>();
+        topicGroups.putAll(bySubtopology);
+        Map<Subtopology, List<TaskId>> sourceTopicsByGroup = new HashMap<>();
+        for (Map.Entry<Subtopology, List<TaskId>> e : topicGroups.entrySet()) {
+            sourceTopicsByGroup.put(e.getKey(), e.getValue());
+        }
+        Map<TaskId, Boolean> partitionsForTask = new HashMap<>();
+        for (List<TaskId> tasks : sourceTopicsByGroup.values()) {
+            for (TaskId t : tasks) {
+                partitionsForTask.put(t, Boolean.TRUE);
+            }
+        }
+        Map<Subtopology, Set<TaskId>> tasksForTopicGroup = new HashMap<>();
+        for (TaskId t : partitionsForTask.keySet()) {
+            tasksForTopicGroup.computeIfAbsent(new Subtopology(t.subtopology(), null), k -> new HashSet<>()).add(t);
+        }
+        Map<TaskId, Boolean> changelogPartitionsForStatefulTask = new HashMap<>();
+        for (Subtopology s : topicGroups.keySet()) {
+            for (TaskId t : tasksForTopicGroup.get(s)) {
+                if (stateful.contains(t)) {
+                    changelogPartitionsForStatefulTask.put(t, Boolean.TRUE);
+                }
+            }
+        }
+        Set<TaskId> statefulTasks = new HashSet<>();
+        statefulTasks.addAll(changelogPartitionsForStatefulTask.keySet());
+        return new Set[] {partitionsForTask.keySet(), statefulTasks};
     }
 
     /**
@@ -374,6 +436,9 @@ public final class StreamsReference {
                     state.incrementCapacity();
                 }
                 state.addPreviousTasksAndOffsetSums("consumer-0", new HashMap<>(c.offsetSums()));
+                // No owned partitions: previous actives are the tasks reported at -2, the other reported
+                // tasks previous standbys (what the fallback assignor reads).
+                state.initializePrevTasks(new HashMap<>(), false);
                 state.computeTaskLags(c.processId(), spec.endOffsetSums());
             }
             states.put(c.processId(), state);
@@ -396,6 +461,9 @@ public final class StreamsReference {
     }
 
     static ObjectNode streamsAnswer(JsonNode id, StreamsSpec spec, int repeat, int warmup) throws SpecException {
+        if (spec.endOffsetsMissing()) {
+            return fallbackAnswer(id, spec, repeat, warmup);
+        }
         for (int i = 0; i < warmup; i++) {
             new HighAvailabilityTaskAssignor().assign(clientStates(spec), spec.allTasks(), spec.statefulTasks(),
                     rackAwareness(spec), spec.configs());
@@ -441,6 +509,46 @@ public final class StreamsReference {
         } else {
             out.putNull("probing_rebalance_at_ms");
         }
+        out.put("fallback_used", false);
+        out.put("elapsed_ms", median(nanos) / 1e6);
+        return out;
+    }
+
+    /** FallbackPriorTaskAssignor, as StreamsPartitionAssignor runs it when the end offsets are missing. */
+    static ObjectNode fallbackAnswer(JsonNode id, StreamsSpec spec, int repeat, int warmup) {
+        for (int i = 0; i < warmup; i++) {
+            new FallbackPriorTaskAssignor().assign(clientStates(spec), spec.allTasks(), spec.statefulTasks(),
+                    rackAwareness(spec), spec.configs());
+        }
+        long[] nanos = new long[repeat];
+        Map<ProcessId, ClientState> states = null;
+        boolean probing = false;
+        for (int i = 0; i < repeat; i++) {
+            states = clientStates(spec);
+            RackAwareTaskAssignor racks = rackAwareness(spec);
+            FallbackPriorTaskAssignor assignor = new FallbackPriorTaskAssignor();
+            long start = System.nanoTime();
+            probing = assignor.assign(states, spec.allTasks(), spec.statefulTasks(), racks, spec.configs());
+            nanos[i] = System.nanoTime() - start;
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.set("id", id);
+        ObjectNode clients = out.putObject("clients");
+        for (Client c : spec.clients()) {
+            ClientState state = states.get(c.processId());
+            ObjectNode client = clients.putObject(c.id());
+            tasks(client.putArray("active_tasks"), state.activeTasks());
+            tasks(client.putArray("standby_tasks"), state.standbyTasks());
+            client.putArray("warmup_tasks");
+        }
+        out.put("warmups_granted", 0);
+        out.put("probing_rebalance_needed", probing);
+        if (probing) {
+            out.put("probing_rebalance_at_ms", spec.nowMs() + spec.configs().probingRebalanceIntervalMs());
+        } else {
+            out.putNull("probing_rebalance_at_ms");
+        }
+        out.put("fallback_used", true);
         out.put("elapsed_ms", median(nanos) / 1e6);
         return out;
     }
