@@ -510,7 +510,7 @@ class _GeneralBuilder:
         """Step 5 without racks: per topic (in ``topic_order``), the partitions nobody keeps, in
         ascending order, dealt by :func:`deal_order`. Topics with few subscribers are dealt on
         Python lists, the others with :func:`deal_order`'s arrays; the answer is the same."""
-        x_l, kept_l, em, rk = x.tolist(), kept_count.tolist(), self.edge_m.tolist(), self.rank.tolist()
+        x_l, kept_l, em = x.tolist(), kept_count.tolist(), self.edge_m.tolist()
         run, ts, off = running.tolist(), self.topic_start.tolist(), self.layout.offsets.tolist()
         taken_l = taken.tolist() if taken is not None else None
         chunks_g: list = []

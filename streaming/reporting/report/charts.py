@@ -431,7 +431,7 @@ def _natural(text: str) -> tuple:
 
 
 def unit_placement(history: GroupHistory) -> Chart:
-    units, unit = history.units, history.unit
+    unit = history.unit
     placements = history.placements if history.placements is not None else pd.DataFrame(
         columns=["generation", "member_id", "unit_id", "kind"])
     generations = [int(x) for x in history.generations["generation"]]
