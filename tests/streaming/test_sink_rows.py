@@ -26,3 +26,20 @@ def test_a_nan_the_processor_writes_reaches_the_table_as_nan():
     assert len(rows) == 1
     assert (rows[0]["group_id"], rows[0]["generation"], rows[0]["members"]) == ("g", 1, 2)
     assert rows[0]["stickiness"] != rows[0]["stickiness"]  # NaN
+
+
+def test_the_ingest_row_keeps_the_newest_event_time_of_its_buckets_and_the_lag_behind_the_clock():
+    import json
+    import time
+
+    from streaming.job.processor import STATS_TABLE
+
+    stats = [{"records": 3, "heartbeats_accepted": 3, "groups": 1, "max_event_time": 1_000},
+             {"records": 2, "heartbeats_accepted": 2, "groups": 1, "max_event_time": 4_000},
+             {"records": 1, "rejected": 1}]
+    output = pa.table({"table": [STATS_TABLE] * 3, "group_id": [None] * 3, "payload": [json.dumps(s) for s in stats]})
+    before = int(time.time() * 1000)
+    (row,) = dict(output_tables(output, batch_id=3))[tables.INGEST_METRICS].to_pylist()
+    assert (row["records"], row["heartbeats_accepted"], row["rejected"], row["groups"]) == (6, 5, 1, 2)
+    assert row["max_event_time"] == 4_000
+    assert before - 4_000 <= row["event_time_lag_ms"] <= int(time.time() * 1000) - 4_000
