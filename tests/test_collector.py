@@ -325,6 +325,15 @@ def test_confluent_descriptions_convert_to_snapshots():
     assert topic_snapshot(no_racks).racks is None
 
 
+def test_a_topic_id_is_spelled_as_kafka_spells_it_not_as_librdkafka_does():
+    from confluent_kafka import Uuid
+    # Bytes whose base64 holds both characters where the two alphabets differ ('+'/'-' and '/'/'_').
+    client_uuid = Uuid(0x1234567890ABCDEF, -0x1234567890ABCDF)
+    assert str(client_uuid) == "EjRWeJCrze/+3LqYdvVDIQ"  # librdkafka: standard base64
+    t = SimpleNamespace(name="t", partitions=[], topic_id=client_uuid)
+    assert topic_snapshot(t).topic_id == "EjRWeJCrze_-3LqYdvVDIQ"  # Kafka's Uuid.toString
+
+
 SECRET_PROPERTIES = """\
 # the observed cluster
 security.protocol=SASL_SSL

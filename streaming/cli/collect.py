@@ -16,11 +16,12 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-
+from assignors.model import topic_id_string
 from streaming.feeds.collector import (
     CLASSIC, CONSUMER, HEARTBEAT, MEMBERSHIP, ClusterSnapshot, CollectedEvent, Collector,
     CollectorSettings, GroupSnapshot, MemberSnapshot, TopicSnapshot, views_from_events,
@@ -191,12 +192,24 @@ def group_snapshot(d) -> GroupSnapshot:
 
 def topic_snapshot(t) -> TopicSnapshot:
     """A TopicDescription (duck-typed): partition count, per partition its replicas' racks, and the
-    topic id (Kafka's base64 form, which is ``str()`` of confluent-kafka's Uuid)."""
+    topic id in Kafka's own spelling."""
     partitions = sorted(t.partitions, key=lambda p: p.id)
     racks = tuple(tuple(sorted({n.rack for n in p.replicas if getattr(n, "rack", None)})) for p in partitions)
-    topic_id = getattr(t, "topic_id", None)
     return TopicSnapshot(name=t.name, partitions=len(partitions), racks=racks if any(racks) else None,
-                         topic_id=str(topic_id) if topic_id is not None else None)
+                         topic_id=_kafka_topic_id(getattr(t, "topic_id", None)))
+
+
+def _kafka_topic_id(client_uuid) -> str | None:
+    """confluent-kafka's ``Uuid``, spelled as Kafka's ``Uuid.toString`` does.
+
+    ``str()`` of it is librdkafka's *standard* base64 (``+`` and ``/``) where Kafka, its tools and
+    its coordinator records use the URL-safe alphabet, so the id is rebuilt from its two halves.
+    """
+    if client_uuid is None:
+        return None
+    high = client_uuid.get_most_significant_bits() & 0xFFFF_FFFF_FFFF_FFFF
+    low = client_uuid.get_least_significant_bits() & 0xFFFF_FFFF_FFFF_FFFF
+    return topic_id_string(uuid.UUID(int=(high << 64) | low))
 
 
 def read_snapshot(admin, time_ms: int, pattern: re.Pattern | None, timeout_s: float) -> ClusterSnapshot:

@@ -30,6 +30,11 @@ def _options(bootstrap: str, group: str, suffix: str, source: str | None = None,
         group_pattern=re.compile(re.escape(group)), interval_s=5.0, timeout_s=timeout_s)
 
 
+def _topic_id_written_by_the_broker(broker_directory: Path, topic: str) -> str:
+    metadata = (broker_directory / "data" / f"{topic}-0" / "partition.metadata").read_text()
+    return re.search(r"^topic_id: (\S+)$", metadata, re.M).group(1)
+
+
 def _consumer(bootstrap: str, group: str, topic: str, **extra) -> Consumer:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "log_level": 3, **extra})
@@ -93,7 +98,10 @@ def test_a_range_group_is_observed_joining_and_losing_a_member(kafka_broker, uni
             assert join["group_protocol"] == "classic" and join["topics"] == [topic]
             assert join["client_id"].startswith(("c0-", "c1-"))
         [workload] = [e.value for e in first.events if e.kind == MEMBERSHIP and e.value["type"] == "workload"]
-        assert workload["workload"]["topics"] == [{"name": topic, "partitions": 6, "racks": None}]
+        # The topic id as Kafka itself spells it: the broker writes it beside each partition's log.
+        kafka_topic_id = _topic_id_written_by_the_broker(kafka_broker.directory, topic)
+        assert workload["workload"]["topics"] == [
+            {"name": topic, "partitions": 6, "racks": None, "topic_id": kafka_topic_id}]
         assert sorted(e.value["member_id"] for e in first.events if e.kind == HEARTBEAT) == \
             sorted(c.memberid() for c in consumers)
 
