@@ -23,6 +23,8 @@ from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
+from .java_tree_bin import balance_insertion
+
 K = TypeVar("K", bound=Hashable)
 
 _MASK32 = 0xFFFFFFFF
@@ -335,7 +337,7 @@ class _JavaHashTable:
                         parent.left = node
                     else:
                         parent.right = node
-                    root = _balance_insertion(root, node)
+                    root = balance_insertion(root, node)
                     break
                 parent = child
         self.trees.add(b)
@@ -356,7 +358,7 @@ class _JavaHashTable:
                     parent.right = node
                 # putTreeVal links the new node in right after its tree parent.
                 bucket.insert(bucket.index(parent) + 1, node)
-                _move_root_to_front(bucket, _balance_insertion(root, node))
+                _move_root_to_front(bucket, balance_insertion(root, node))
                 return
             parent = child
 
@@ -372,93 +374,6 @@ def _move_root_to_front(bucket: list[_Node], root: _Node) -> None:
     if bucket[0] is not root:
         bucket.remove(root)
         bucket.insert(0, root)
-
-
-def _rotate_left(root: _Node, p: _Node) -> _Node:
-    r = p.right
-    if r is not None:
-        rl = p.right = r.left
-        if rl is not None:
-            rl.parent = p
-        pp = r.parent = p.parent
-        if pp is None:
-            root = r
-            r.red = False
-        elif pp.left is p:
-            pp.left = r
-        else:
-            pp.right = r
-        r.left = p
-        p.parent = r
-    return root
-
-
-def _rotate_right(root: _Node, p: _Node) -> _Node:
-    left = p.left
-    if left is not None:
-        lr = p.left = left.right
-        if lr is not None:
-            lr.parent = p
-        pp = left.parent = p.parent
-        if pp is None:
-            root = left
-            left.red = False
-        elif pp.right is p:
-            pp.right = left
-        else:
-            pp.left = left
-        left.right = p
-        p.parent = left
-    return root
-
-
-def _balance_insertion(root: _Node, x: _Node) -> _Node:
-    """``HashMap.TreeNode.balanceInsertion``: the red-black fix-up; returns the (new) root."""
-    x.red = True
-    while True:
-        xp = x.parent
-        if xp is None:
-            x.red = False
-            return x
-        xpp = xp.parent
-        if not xp.red or xpp is None:
-            return root
-        xppl = xpp.left
-        if xp is xppl:
-            xppr = xpp.right
-            if xppr is not None and xppr.red:
-                xppr.red = False
-                xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.right:
-                    x = xp
-                    root = _rotate_left(root, x)
-                    xp = x.parent
-                    xpp = None if xp is None else xp.parent
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_right(root, xpp)
-        else:
-            if xppl is not None and xppl.red:
-                xppl.red = False
-                xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.left:
-                    x = xp
-                    root = _rotate_right(root, x)
-                    xp = x.parent
-                    xpp = None if xp is None else xp.parent
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_left(root, xpp)
 
 
 def hashmap_order(keys: Sequence[K], hash_of=None) -> list[K]:

@@ -30,7 +30,9 @@ from typing import Callable, Hashable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..java_order import string_hash, uuid_hash
+from ..java_order import copy_capacity as copy_sized  # ``new HashSet<>(collection)``, JDK 17
+from ..java_order import string_hash, table_size_for, uuid_hash
+from ..java_tree_bin import balance_deletion, balance_insertion
 
 _MASK32 = 0xFFFFFFFF
 #: ``HashMap.TREEIFY_THRESHOLD``, ``UNTREEIFY_THRESHOLD``, ``MIN_TREEIFY_CAPACITY``.
@@ -75,24 +77,11 @@ def process_id_hash(process_id: str) -> int:
 
 # --- table sizes ----------------------------------------------------------------------------------
 
-def table_size_for(cap: int) -> int:
-    """``HashMap.tableSizeFor``: the power of two at or above ``cap`` (1 for 0 or 1)."""
-    if cap <= 1:
-        return 1
-    return min(1 << (cap - 1).bit_length(), _MAX_CAPACITY)
-
-
 def presized(initial_capacity: int) -> int:
     """The table a ``new HashMap<>(initialCapacity)`` (or ``HashSet``) creates at its first put."""
     if initial_capacity < 0:
         raise ValueError(f"Illegal initial capacity: {initial_capacity}")
     return table_size_for(min(initial_capacity, _MAX_CAPACITY))
-
-
-def copy_sized(size: int) -> int:
-    """The table of ``new HashSet<>(collection)`` of ``size`` elements (JDK 17:
-    ``new HashMap<>(max((int) (size / .75f) + 1, 16))``)."""
-    return presized(max(int(np.float32(size) / np.float32(0.75)) + 1, 16))
 
 
 def put_all_sized(size: int) -> int:
@@ -404,7 +393,7 @@ class JavaHashMap:
                             xp.left = x
                         else:
                             xp.right = x
-                        root = _balance_insertion(root, x)
+                        root = balance_insertion(root, x)
                         break
             x = nxt
         self._move_root_to_front(root)
@@ -437,7 +426,7 @@ class JavaHashMap:
                 x.parent = x.prev = xp
                 if xpn is not None:
                     xpn.prev = x
-                self._move_root_to_front(_balance_insertion(root, x))
+                self._move_root_to_front(balance_insertion(root, x))
                 return x
 
     def _split(self, b: _Node, index: int, bit: int) -> None:
@@ -573,7 +562,7 @@ class JavaHashMap:
             else:
                 pp.right = replacement
             p.left = p.right = p.parent = None
-        r = root if p.red else _balance_deletion(root, replacement)
+        r = root if p.red else balance_deletion(root, replacement)
         if replacement is p:  # detach
             pp = p.parent
             p.parent = None
@@ -584,173 +573,6 @@ class JavaHashMap:
                     pp.right = None
         if movable:
             self._move_root_to_front(r)
-
-
-def _rotate_left(root: _Node, p: _Node | None) -> _Node:
-    if p is not None and p.right is not None:
-        r = p.right
-        rl = p.right = r.left
-        if rl is not None:
-            rl.parent = p
-        pp = r.parent = p.parent
-        if pp is None:
-            root = r
-            r.red = False
-        elif pp.left is p:
-            pp.left = r
-        else:
-            pp.right = r
-        r.left = p
-        p.parent = r
-    return root
-
-
-def _rotate_right(root: _Node, p: _Node | None) -> _Node:
-    if p is not None and p.left is not None:
-        l = p.left  # noqa: E741 (Java's name)
-        lr = p.left = l.right
-        if lr is not None:
-            lr.parent = p
-        pp = l.parent = p.parent
-        if pp is None:
-            root = l
-            l.red = False
-        elif pp.right is p:
-            pp.right = l
-        else:
-            pp.left = l
-        l.right = p
-        p.parent = l
-    return root
-
-
-def _balance_insertion(root: _Node, x: _Node) -> _Node:
-    x.red = True
-    while True:
-        xp = x.parent
-        if xp is None:
-            x.red = False
-            return x
-        xpp = xp.parent
-        if not xp.red or xpp is None:
-            return root
-        xppl = xpp.left
-        if xp is xppl:
-            xppr = xpp.right
-            if xppr is not None and xppr.red:
-                xppr.red = False
-                xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.right:
-                    x = xp
-                    root = _rotate_left(root, x)
-                    xp = x.parent
-                    xpp = None if xp is None else xp.parent
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_right(root, xpp)
-        else:
-            if xppl is not None and xppl.red:
-                xppl.red = False
-                xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.left:
-                    x = xp
-                    root = _rotate_right(root, x)
-                    xp = x.parent
-                    xpp = None if xp is None else xp.parent
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_left(root, xpp)
-
-
-def _is_red(n: _Node | None) -> bool:
-    return n is not None and n.red
-
-
-def _balance_deletion(root: _Node, x: _Node | None) -> _Node:
-    while True:
-        if x is None or x is root:
-            return root
-        xp = x.parent
-        if xp is None:
-            x.red = False
-            return x
-        if x.red:
-            x.red = False
-            return root
-        xpl = xp.left
-        if xpl is x:
-            xpr = xp.right
-            if xpr is not None and xpr.red:
-                xpr.red = False
-                xp.red = True
-                root = _rotate_left(root, xp)
-                xp = x.parent
-                xpr = None if xp is None else xp.right
-            if xpr is None:
-                x = xp
-            else:
-                sl, sr = xpr.left, xpr.right
-                if not _is_red(sr) and not _is_red(sl):
-                    xpr.red = True
-                    x = xp
-                else:
-                    if not _is_red(sr):
-                        if sl is not None:
-                            sl.red = False
-                        xpr.red = True
-                        root = _rotate_right(root, xpr)
-                        xp = x.parent
-                        xpr = None if xp is None else xp.right
-                    if xpr is not None:
-                        xpr.red = False if xp is None else xp.red
-                        sr = xpr.right
-                        if sr is not None:
-                            sr.red = False
-                    if xp is not None:
-                        xp.red = False
-                        root = _rotate_left(root, xp)
-                    x = root
-        else:
-            if xpl is not None and xpl.red:
-                xpl.red = False
-                xp.red = True
-                root = _rotate_right(root, xp)
-                xp = x.parent
-                xpl = None if xp is None else xp.left
-            if xpl is None:
-                x = xp
-            else:
-                sl, sr = xpl.left, xpl.right
-                if not _is_red(sl) and not _is_red(sr):
-                    xpl.red = True
-                    x = xp
-                else:
-                    if not _is_red(sl):
-                        if sr is not None:
-                            sr.red = False
-                        xpl.red = True
-                        root = _rotate_left(root, xpl)
-                        xp = x.parent
-                        xpl = None if xp is None else xp.left
-                    if xpl is not None:
-                        xpl.red = False if xp is None else xp.red
-                        sl = xpl.left
-                        if sl is not None:
-                            sl.red = False
-                    if xp is not None:
-                        xp.red = False
-                        root = _rotate_right(root, xp)
-                    x = root
 
 
 def hash_set_of(keys: Iterable[Hashable], hash_of, rank_of, table: int = 0) -> JavaHashMap:
