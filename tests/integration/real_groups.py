@@ -20,9 +20,12 @@ The tests then run the job available-now over the collector's topics (see ``jobs
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import re
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -84,6 +87,59 @@ class RealConsumer(threading.Thread):
             raise AssertionError(f"consumer {self.name} did not close within 60 s")
 
 
+#: The consumer loop of :class:`CrashableConsumer`'s child process: it prints its member id and
+#: assignment (one JSON line) whenever they change, until it is killed.
+_CHILD_CONSUMER = """
+import json, sys
+from confluent_kafka import Consumer
+config, topics = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+consumer = Consumer(config)
+consumer.subscribe(topics)
+last = None
+while True:
+    consumer.poll(0.1)
+    try:
+        member_id = consumer.memberid() or None
+    except Exception:
+        member_id = None
+    now = [member_id, sorted([tp.topic, tp.partition] for tp in consumer.assignment())]
+    if now != last:
+        print(json.dumps(now), flush=True)
+        last = now
+"""
+
+
+class CrashableConsumer:
+    """A consumer in a child process, so that it can crash: SIGKILL sends no LeaveGroup, and the
+    coordinator expels the member only when its session times out. Same surface as
+    :class:`RealConsumer` (``member_id``, ``assignment``, ``config``, ``name``, ``leave``)."""
+
+    def __init__(self, config: Mapping[str, object], topics: list[str], name: str):
+        self.config, self.topics, self.name = dict(config), topics, name
+        self.member_id: str | None = None
+        self.assignment: frozenset[tuple[str, int]] = frozenset()
+        self._process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _CHILD_CONSUMER, json.dumps(self.config), json.dumps(self.topics)],
+            stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._follow, name=f"{self.name}-stdout", daemon=True).start()
+
+    def _follow(self) -> None:
+        for line in self._process.stdout:
+            member_id, partitions = json.loads(line)
+            self.member_id, self.assignment = member_id, frozenset((t, p) for t, p in partitions)
+
+    def crash(self) -> None:
+        self._process.kill()
+        self._process.wait(timeout=30)
+
+    def leave(self) -> None:  # a crashed or crashing member leaves no other way in these tests
+        if self._process.poll() is None:
+            self.crash()
+
+
 @dataclass
 class Settled:
     """One real generation as the coordinator reported it once the group was stable."""
@@ -143,8 +199,9 @@ class RealGroup:
     def all_partitions(self) -> frozenset[tuple[str, int]]:
         return frozenset((t, p) for t, n in self.topics.items() for p in range(n))
 
-    def join(self, n: int = 1, *, static: bool = False) -> list[RealConsumer]:
-        """``n`` new consumers; ``static``: each with a group.instance.id of its own (KIP-345)."""
+    def join(self, n: int = 1, *, static: bool = False, crashable: bool = False) -> list[RealConsumer]:
+        """``n`` new consumers; ``static``: each with a group.instance.id of its own (KIP-345);
+        ``crashable``: each in a child process (:class:`CrashableConsumer`, see :meth:`crash`)."""
         new = []
         for _ in range(n):
             self._count += 1
@@ -152,11 +209,17 @@ class RealGroup:
             config = {**self.config, "client.id": name}
             if static:
                 config["group.instance.id"] = f"{name}-instance"
-            new.append(self._start(config, name))
+            new.append(self._start(config, name, crashable))
         return new
 
-    def _start(self, config: Mapping[str, object], name: str) -> RealConsumer:
-        c = RealConsumer(config, sorted(self.topics), name)
+    def crash(self, consumer: CrashableConsumer) -> None:
+        """Kill ``consumer``'s process: no LeaveGroup; the coordinator expels it after its session
+        timeout (then :meth:`settle` sees the group without it)."""
+        consumer.crash()
+        self.consumers.remove(consumer)
+
+    def _start(self, config: Mapping[str, object], name: str, crashable: bool = False) -> RealConsumer:
+        c = (CrashableConsumer if crashable else RealConsumer)(config, sorted(self.topics), name)
         c.start()
         self.consumers.append(c)
         return c

@@ -29,6 +29,13 @@ CASES = [
     ("not json", "not valid JSON"),
     ("[1,2]", "not a JSON object"),
     (json.dumps({**GOOD, "generation": "abc"}), 'field generation: expected int, got "abc"'),
+    # Reading a variant as a type casts it; the contract's types are JSON's, so none of these pass.
+    (json.dumps({**GOOD, "event_time": "1000"}), 'field event_time: expected bigint, got "1000"'),
+    (json.dumps({**GOOD, "generation": 3.5}), "field generation: expected int, got 3.5"),
+    (json.dumps({**GOOD, "generation": True}), "field generation: expected int, got true"),
+    (json.dumps({**GOOD, "member_id": 12}), "field member_id: expected string, got 12"),
+    (json.dumps({**GOOD, "member_id": {"a": 1}}), 'field member_id: expected string, got {"a":1}'),
+    (json.dumps({**GOOD, "generation": 7, "session_timeout_ms": 45000}), None),
     (json.dumps({k: v for k, v in GOOD.items() if k != "group_id"}), "missing required field group_id"),
     (json.dumps({**GOOD, "group_id": " "}), "field group_id must not be empty"),
     (json.dumps({**GOOD, "type": "explode"}), "field type: unknown value 'explode' (expected one of join, leave, update, workload)"),
@@ -65,12 +72,14 @@ def test_heartbeats_need_only_their_own_fields_and_a_matching_key(spark):
         ("other", json.dumps(hb), H),
         (None, None, H),
         ("g", json.dumps(hb), "stray-topic"),
+        ("g", json.dumps({**hb, "event_time": "5"}), H),
     ])
-    assert [r.kind for r in rows] == ["heartbeat", "heartbeat", "heartbeat", "heartbeat", None]
+    assert [r.kind for r in rows] == ["heartbeat", "heartbeat", "heartbeat", "heartbeat", None, "heartbeat"]
     assert [r.reject_reason for r in rows] == [
         None,
         "missing required field member_id",
         "record key 'other' differs from group_id 'g'",
         "empty record value",
         "record from unexpected topic stray-topic",
+        'field event_time: expected bigint, got "5"',
     ]

@@ -236,6 +236,57 @@ def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_ep
     assert len(agreeing) == len(checks), [c for c in checks if not c["agrees"]]
 
 
+@pytest.mark.parametrize("remote_assignor, assignor", [("uniform", "uniform"), ("range", "server-range")])
+def test_kip848_groups_through_a_static_restart_and_a_crash_keep_agreeing_with_the_coordinator(
+        kafka_broker, spark, tmp_path, unique_name, remote_assignor, assignor):
+    """Real KIP-848 groups with static members: one restarts (same group.instance.id), one member
+    crashes (SIGKILL: no leave; the coordinator expels it when its session times out), then a
+    member joins. Every settled epoch's computed assignment equals the coordinator's, the member
+    that crashed is recorded as expired, and no disagreement alert is left open."""
+    bootstrap = kafka_broker.bootstrap_servers
+    config = make_config(kafka_broker, tmp_path, unique_name)
+    topics = _topics(bootstrap, unique_name)
+    group_id = f"rg-848s-{remote_assignor}-{unique_name}"
+    group = RealGroup(bootstrap, group_id, topics, group_protocol="consumer", remote_assignor=remote_assignor)
+    collector = CollectorThread(collect_options(config, bootstrap, group_id))
+    collector.start()
+    try:
+        [first] = group.join(1, static=True)  # one at a time: the join order is the coordinator's
+        group.settle()
+        [second] = group.join(1, static=True)
+        group.settle()
+        [doomed] = group.join(1, crashable=True)
+        group.settle()
+        collector.polls_after(3)
+        restarted = group.restart(second)
+        after_restart = group.settle()
+        collector.polls_after(3)
+        crashed_id = doomed.member_id
+        group.crash(doomed)
+        group.settle(timeout_s=180.0)  # the broker's KIP-848 session timeout is 45 s
+        collector.polls_after(3)
+        group.join(1)
+        group.settle()
+        collector.polls_after(POLLS_PAST)
+    finally:
+        collector.stop()
+        group.close()
+    run_available_now(spark, config)
+
+    assert restarted.member_id in after_restart.members and first.member_id in after_restart.members
+    events = [e for e in read(spark, config, tables.MEMBER_EVENTS) if e["group_id"] == group_id]
+    assert [e["member_id"] for e in events if e["event"] == "expired"] == [crashed_id]
+    checks = _checks(spark, config, group_id)
+    assert checks and {c["computed_assignor"] for c in checks} == {assignor}
+    print(f"{remote_assignor} (static restart, crash): {sum(c['agrees'] for c in checks)} of {len(checks)} "
+          f"settled epochs agree; differences: "
+          f"{[(c['generation'], c['differing'], c['unmatched_members']) for c in checks if not c['agrees']]}")
+    assert all(c["agrees"] for c in checks), [c for c in checks if not c["agrees"]]
+    alerts = [a for a in read(spark, config, tables.ALERTS)
+              if a["group_id"] == group_id and a["rule"] == "assignment_disagreement"]
+    assert alerts == []
+
+
 #: Scripted cooperative-sticky sequences: each seed draws joins and leaves for one group.
 COOPERATIVE_SEEDS = (1, 2, 3)
 COOPERATIVE_STEPS = 5
