@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Mapping
-
+from typing import IO, Callable, Mapping
 
 from streaming.config import SparkConfig
 from streaming.errors import SparkSetupError
@@ -129,5 +130,41 @@ def _launch_own_jvm(settings: Mapping[str, str]) -> None:
     for key, value in settings.items():
         conf.set(key, value)
     with SparkContext._lock:
-        SparkContext._gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+        SparkContext._gateway = launch_gateway(
+            conf, popen_kwargs={"start_new_session": True, "stderr": subprocess.PIPE})
         SparkContext._jvm = SparkContext._gateway.jvm
+    threading.Thread(target=forward_jvm_stderr, args=(SparkContext._gateway.proc.stderr, _write_to_stderr),
+                     name="jvm-stderr", daemon=True).start()
+
+
+def _write_to_stderr(data: bytes) -> None:
+    # File descriptor 2 as it is at each write, not a Python stream object: whoever redirects
+    # stderr later (a test runner's capture, a daemoniser) gets the lines.
+    os.write(2, data)
+
+
+#: Lines the JVM writes that say nothing to a user of the job, and that no log setting turns off:
+#: the JDK's note on the vector module Spark 4.2 enables, and pyspark's transformWithState driver
+#: worker, which ``print``s four lines (each followed by a blank one) at every query start.
+_CHATTER = (b"WARNING: Using incubator modules: jdk.incubator.vector",
+            b"Starting Streaming TransformWithStateInPandas Python worker",
+            b"Streaming TransformWithStateInPandas Python worker ")
+
+
+def forward_jvm_stderr(source: IO[bytes], write: Callable[[bytes], object]) -> None:
+    """Copy the JVM's standard error to ``write`` line by line, without :data:`_CHATTER` and the
+    blank line each of pyspark's prints adds. Runs until the JVM closes its end, and keeps reading
+    whatever ``write`` does: a JVM whose stderr pipe is full stops at its next log line."""
+    after_chatter = False
+    for line in iter(source.readline, b""):
+        if line.startswith(_CHATTER):
+            after_chatter = True
+            continue
+        if after_chatter and not line.strip():
+            after_chatter = False
+            continue
+        after_chatter = False
+        try:
+            write(line)
+        except (OSError, ValueError):
+            pass  # nowhere to show it; draining the pipe matters more

@@ -134,6 +134,9 @@ def test_run_creates_its_missing_topics_refuses_a_second_job_and_stops_on_a_grou
     output = log_path.read_text()
     assert "Traceback" not in output and "Py4J" not in output, output[-3000:]
     assert "SIGTERM: stopping after the current micro-batch" in output
+    # Quiet otherwise: no pyspark worker prints, no blank lines, no Spark warning about AQE.
+    assert "Python worker" not in output and "Disabling AQE" not in output, output[-3000:]
+    assert "" not in output.splitlines(), output[-3000:]
 
 
 def test_run_against_a_broker_that_does_not_answer_fails_in_seconds_naming_it(tmp_path, unique_name):
