@@ -198,6 +198,24 @@ def test_a_kip848_group_is_observed_and_recorded_with_the_server_side_assignor(
     assert checks and all(c["reported_assignor"] == "uniform" for c in checks)
 
 
+def _watched_kip848_group(kafka_broker, tmp_path, group_id: str, remote_assignor: str):
+    """A KIP-848 group (no members yet) on the test broker, with the collector already watching it."""
+    bootstrap = kafka_broker.bootstrap_servers
+    config = make_config(kafka_broker, tmp_path, group_id)
+    group = RealGroup(bootstrap, group_id, _topics(bootstrap, group_id), group_protocol="consumer",
+                      remote_assignor=remote_assignor)
+    collector = CollectorThread(collect_options(config, bootstrap, group_id))
+    collector.start()
+    return config, group_id, group, collector
+
+
+def _assert_every_epoch_agrees(checks: list[dict], assignor: str, label: str) -> None:
+    assert checks and {c["computed_assignor"] for c in checks} == {assignor}
+    print(f"{label}: {sum(c['agrees'] for c in checks)} of {len(checks)} settled epochs agree; differences: "
+          f"{[(c['generation'], c['differing'], c['unmatched_members']) for c in checks if not c['agrees']]}")
+    assert all(c["agrees"] for c in checks), [c for c in checks if not c["agrees"]]
+
+
 @pytest.mark.parametrize("remote_assignor, assignor", [("uniform", "uniform"), ("range", "server-range")])
 def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_epochs(
         kafka_broker, spark, tmp_path, unique_name, remote_assignor, assignor):
@@ -205,13 +223,8 @@ def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_ep
     two at once, and leave. The job runs Kafka 4.1's server-side assignor on what the collector
     saw (topic ids included, members in join order, the previous target assignment) and compares
     each settled epoch with the coordinator's target assignment."""
-    bootstrap = kafka_broker.bootstrap_servers
-    config = make_config(kafka_broker, tmp_path, unique_name)
-    topics = _topics(bootstrap, unique_name)
-    group_id = f"rg-848-{remote_assignor}-{unique_name}"
-    group = RealGroup(bootstrap, group_id, topics, group_protocol="consumer", remote_assignor=remote_assignor)
-    collector = CollectorThread(collect_options(config, bootstrap, group_id))
-    collector.start()
+    config, group_id, group, collector = _watched_kip848_group(
+        kafka_broker, tmp_path, f"rg-848-{remote_assignor}-{unique_name}", remote_assignor)
     try:
         for step in (1, 1, 2, -1, 1, -2):
             if step > 0:
@@ -228,12 +241,7 @@ def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_ep
         group.close()
     run_available_now(spark, config)
 
-    checks = _checks(spark, config, group_id)
-    assert checks and {c["computed_assignor"] for c in checks} == {assignor}
-    agreeing = [c for c in checks if c["agrees"]]
-    print(f"{remote_assignor}: {len(agreeing)} of {len(checks)} settled epochs agree; differences: "
-          f"{[(c['generation'], c['differing'], c['unmatched_members']) for c in checks if not c['agrees']]}")
-    assert len(agreeing) == len(checks), [c for c in checks if not c["agrees"]]
+    _assert_every_epoch_agrees(_checks(spark, config, group_id), assignor, remote_assignor)
 
 
 @pytest.mark.parametrize("remote_assignor, assignor", [("uniform", "uniform"), ("range", "server-range")])
@@ -243,13 +251,8 @@ def test_kip848_groups_through_a_static_restart_and_a_crash_keep_agreeing_with_t
     crashes (SIGKILL: no leave; the coordinator expels it when its session times out), then a
     member joins. Every settled epoch's computed assignment equals the coordinator's, the member
     that crashed is recorded as gone, and no disagreement alert is left open."""
-    bootstrap = kafka_broker.bootstrap_servers
-    config = make_config(kafka_broker, tmp_path, unique_name)
-    topics = _topics(bootstrap, unique_name)
-    group_id = f"rg-848s-{remote_assignor}-{unique_name}"
-    group = RealGroup(bootstrap, group_id, topics, group_protocol="consumer", remote_assignor=remote_assignor)
-    collector = CollectorThread(collect_options(config, bootstrap, group_id))
-    collector.start()
+    config, group_id, group, collector = _watched_kip848_group(
+        kafka_broker, tmp_path, f"rg-848s-{remote_assignor}-{unique_name}", remote_assignor)
     try:
         [first] = group.join(1, static=True)  # one at a time: the join order is the coordinator's
         group.settle()
@@ -283,12 +286,7 @@ def test_kip848_groups_through_a_static_restart_and_a_crash_keep_agreeing_with_t
     assert [e["member_id"] for e in events if e["event"] == "left"] == [crashed_id]
     assert {e["reason"] for e in events if e["event"] == "left"} == {LEAVE_REASON}
     assert [e for e in events if e["event"] == "expired"] == []
-    checks = _checks(spark, config, group_id)
-    assert checks and {c["computed_assignor"] for c in checks} == {assignor}
-    print(f"{remote_assignor} (static restart, crash): {sum(c['agrees'] for c in checks)} of {len(checks)} "
-          f"settled epochs agree; differences: "
-          f"{[(c['generation'], c['differing'], c['unmatched_members']) for c in checks if not c['agrees']]}")
-    assert all(c["agrees"] for c in checks), [c for c in checks if not c["agrees"]]
+    _assert_every_epoch_agrees(_checks(spark, config, group_id), assignor, f"{remote_assignor} (static restart, crash)")
     alerts = [a for a in read(spark, config, tables.ALERTS)
               if a["group_id"] == group_id and a["rule"] == "assignment_disagreement"]
     assert alerts == []
