@@ -23,7 +23,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
-from .java_tree_bin import balance_insertion
+from .java_tree_bin import balance_insertion, insert
 
 K = TypeVar("K", bound=Hashable)
 
@@ -327,40 +327,18 @@ class _JavaHashTable:
             if root is None:
                 node.parent, node.red, root = None, False, node
                 continue
-            parent = root
-            while True:
-                left = self._goes_left(node, parent)
-                child = parent.left if left else parent.right
-                if child is None:
-                    node.parent = parent
-                    if left:
-                        parent.left = node
-                    else:
-                        parent.right = node
-                    root = balance_insertion(root, node)
-                    break
-                parent = child
+            insert(root, node, lambda parent: self._goes_left(node, parent))
+            root = balance_insertion(root, node)
         self.trees.add(b)
         _move_root_to_front(bucket, root)
 
     def _put_tree(self, b: int, node: _Node) -> None:
         bucket = self.bins[b]
         root = bucket[0]
-        parent = root
-        while True:
-            left = self._goes_left(node, parent)
-            child = parent.left if left else parent.right
-            if child is None:
-                node.parent = parent
-                if left:
-                    parent.left = node
-                else:
-                    parent.right = node
-                # putTreeVal links the new node in right after its tree parent.
-                bucket.insert(bucket.index(parent) + 1, node)
-                _move_root_to_front(bucket, balance_insertion(root, node))
-                return
-            parent = child
+        parent = insert(root, node, lambda parent: self._goes_left(node, parent))
+        # putTreeVal links the new node in right after its tree parent.
+        bucket.insert(bucket.index(parent) + 1, node)
+        _move_root_to_front(bucket, balance_insertion(root, node))
 
     @staticmethod
     def _goes_left(node: _Node, parent: _Node) -> bool:

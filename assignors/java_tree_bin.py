@@ -5,12 +5,13 @@
 A crowded bucket's walk follows its tree nodes' ``next`` links, which the tree code reorders as it
 rotates, so the rotations must be Java's, step for step: these are ``rotateLeft``,
 ``rotateRight``, ``balanceInsertion`` and ``balanceDeletion``, on any node with ``parent``,
-``left``, ``right`` and ``red``; each returns the (new) root.
+``left``, ``right`` and ``red``; each returns the (new) root. :func:`insert` is the descent and
+link that ``treeify`` and ``putTreeVal`` share before they balance.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 
 class _TreeNode(Protocol):
@@ -18,6 +19,24 @@ class _TreeNode(Protocol):
     left: "_TreeNode | None"
     right: "_TreeNode | None"
     red: bool
+
+
+def insert(root: "_TreeNode", node: "_TreeNode", goes_left: Callable[["_TreeNode"], bool]) -> "_TreeNode":
+    """Link ``node`` below ``root`` where Java's descent puts it (``goes_left(parent)``: by hash,
+    then ``compareTo``) and return its parent; the caller balances (and, for ``putTreeVal``,
+    threads the node into the bucket's list right after that parent)."""
+    parent = root
+    while True:
+        left = goes_left(parent)
+        child = parent.left if left else parent.right
+        if child is None:
+            node.parent = parent
+            if left:
+                parent.left = node
+            else:
+                parent.right = node
+            return parent
+        parent = child
 
 
 def rotate_left(root: "_TreeNode", p: "_TreeNode | None") -> "_TreeNode":

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..java_order import copy_capacity as copy_sized  # ``new HashSet<>(collection)``, JDK 17
 from ..java_order import string_hash, table_size_for, uuid_hash
-from ..java_tree_bin import balance_deletion, balance_insertion
+from ..java_tree_bin import balance_deletion, balance_insertion, insert
 
 _MASK32 = 0xFFFFFFFF
 #: ``HashMap.TREEIFY_THRESHOLD``, ``UNTREEIFY_THRESHOLD``, ``MIN_TREEIFY_CAPACITY``.
@@ -382,19 +382,8 @@ class JavaHashMap:
                 x.red = False
                 root = x
             else:
-                p = root
-                while True:
-                    d = _direction(x.hash, x.rank, p)
-                    xp = p
-                    p = p.left if d <= 0 else p.right
-                    if p is None:
-                        x.parent = xp
-                        if d <= 0:
-                            xp.left = x
-                        else:
-                            xp.right = x
-                        root = balance_insertion(root, x)
-                        break
+                insert(root, x, lambda p: _direction(x.hash, x.rank, p) <= 0)
+                root = balance_insertion(root, x)
             x = nxt
         self._move_root_to_front(root)
 
@@ -409,25 +398,17 @@ class JavaHashMap:
 
     def _put_tree_val(self, first: _Node, h: int, key, rank) -> _Node:
         root = first.root() if first.parent is not None else first
-        p = root
-        while True:
-            d = _direction(h, rank, p)
-            xp = p
-            p = p.left if d <= 0 else p.right
-            if p is None:
-                xpn = xp.next
-                x = _Node(key, h, rank, xpn)
-                x.tree = True
-                if d <= 0:
-                    xp.left = x
-                else:
-                    xp.right = x
-                xp.next = x
-                x.parent = x.prev = xp
-                if xpn is not None:
-                    xpn.prev = x
-                self._move_root_to_front(balance_insertion(root, x))
-                return x
+        x = _Node(key, h, rank)
+        x.tree = True
+        xp = insert(root, x, lambda p: _direction(h, rank, p) <= 0)
+        # Threaded into the bucket's list right after its tree parent, as putTreeVal does.
+        xpn = x.next = xp.next
+        xp.next = x
+        x.prev = xp
+        if xpn is not None:
+            xpn.prev = x
+        self._move_root_to_front(balance_insertion(root, x))
+        return x
 
     def _split(self, b: _Node, index: int, bit: int) -> None:
         tab = self._tab
