@@ -28,7 +28,6 @@ import os
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Callable
 
 import pytest
@@ -36,6 +35,7 @@ import pytest
 from assignors import TopicPartition, registry
 from assignors.codec import ParsedSpec, parse_answer, parse_group_spec
 from assignors.java_order import hashmap_order
+from assignors.metrics import balance_score
 from assignors.model import GroupSpec
 from tests.java_reference import run_reference
 
@@ -234,10 +234,9 @@ def validity_problems(spec: GroupSpec, assignment: dict, transferring) -> list[s
     return problems
 
 
-def balance_score(assignment: dict) -> int:
-    """Kafka's ``getBalanceScore``: the sum over member pairs of the difference of their sizes."""
-    sizes = sorted(len(tps) for tps in assignment.values())
-    return sum(b - a for a, b in combinations(sizes, 2))
+def assignment_balance_score(assignment: dict) -> int:
+    """Kafka's ``getBalanceScore`` of a member -> partitions answer."""
+    return balance_score([len(tps) for tps in assignment.values()])
 
 
 def previously_owned_moves(spec: GroupSpec, assignment: dict) -> int:
@@ -340,8 +339,8 @@ def test_our_assignor_agrees_with_kafkas(assignor, runs):
                 ours_final[owner].append(tp)
             java_final = parse_answer(java_sticky[assignor_index]).assignment
         problems = []
-        if balance_score(ours_final) > balance_score(java_final):
-            problems.append(f"balance score {balance_score(ours_final)} > Kafka's {balance_score(java_final)}")
+        if assignment_balance_score(ours_final) > assignment_balance_score(java_final):
+            problems.append(f"balance score {assignment_balance_score(ours_final)} > Kafka's {assignment_balance_score(java_final)}")
         ours_moves, java_moves = previously_owned_moves(spec, ours.assignment), previously_owned_moves(spec, java.assignment)
         if ours_moves > java_moves:
             problems.append(f"moves {ours_moves} previously owned partitions, Kafka {java_moves}")

@@ -32,12 +32,12 @@ import random
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import combinations
 
 import pytest
 
 from assignors import TopicPartition, registry
 from assignors.codec import parse_answer, parse_group_spec
+from assignors.metrics import balance_score
 from assignors.model import GroupSpec, topic_id_string
 from tests.java_reference import run_reference
 
@@ -256,10 +256,9 @@ def validity_problems(spec: GroupSpec, assignment: dict[str, list[TopicPartition
     return problems
 
 
-def balance_score(assignment: dict) -> int:
-    """Kafka's ``getBalanceScore``: the sum over member pairs of the difference of their sizes."""
-    sizes = sorted(len(tps) for tps in assignment.values())
-    return sum(b - a for a, b in combinations(sizes, 2))
+def assignment_balance_score(assignment: dict) -> int:
+    """Kafka's ``getBalanceScore`` of a member -> partitions answer."""
+    return balance_score([len(tps) for tps in assignment.values()])
 
 
 def moves(spec: GroupSpec, assignment: dict) -> int:
@@ -361,7 +360,7 @@ def _difference(spec: GroupSpec, ours: dict, java: dict) -> str:
     members = [m for m in java if set(ours.get(m, ())) != set(java[m])]
     diffs = [f"{m}: only ours {sorted(map(tuple, set(ours.get(m, ())) - set(java[m])))},"
              f" only Kafka's {sorted(map(tuple, set(java[m]) - set(ours.get(m, ()))))}" for m in members[:3]]
-    return (f"{len(members)} members differ (balance score ours {balance_score(ours)}, Kafka {balance_score(java)};"
+    return (f"{len(members)} members differ (balance score ours {assignment_balance_score(ours)}, Kafka {assignment_balance_score(java)};"
             f" moves ours {moves(spec, ours)}, Kafka {moves(spec, java)}): " + "; ".join(diffs))
 
 
