@@ -16,6 +16,7 @@ import org.apache.kafka.streams.processor.internals.TopologyMetadata.Subtopology
 import org.apache.kafka.streams.processor.internals.assignment.ClientState;
 import org.apache.kafka.streams.processor.internals.assignment.FallbackPriorTaskAssignor;
 import org.apache.kafka.streams.processor.internals.assignment.HighAvailabilityTaskAssignor;
+import org.apache.kafka.streams.processor.internals.assignment.LegacyTaskAssignor;
 import org.apache.kafka.streams.processor.internals.assignment.RackAwareTaskAssignor;
 import org.apache.kafka.streams.processor.internals.assignment.SubscriptionInfo;
 
@@ -46,6 +47,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 
 /**
  * Kafka Streams' {@code HighAvailabilityTaskAssignor} (and, for lines with {@code "kind":"connect"},
@@ -464,21 +466,9 @@ public final class StreamsReference {
         if (spec.endOffsetsMissing()) {
             return fallbackAnswer(id, spec, repeat, warmup);
         }
-        for (int i = 0; i < warmup; i++) {
-            new HighAvailabilityTaskAssignor().assign(clientStates(spec), spec.allTasks(), spec.statefulTasks(),
-                    rackAwareness(spec), spec.configs());
-        }
-        long[] nanos = new long[repeat];
-        Map<ProcessId, ClientState> states = null;
-        boolean probing = false;
-        for (int i = 0; i < repeat; i++) {
-            states = clientStates(spec);
-            RackAwareTaskAssignor racks = rackAwareness(spec);
-            HighAvailabilityTaskAssignor assignor = new HighAvailabilityTaskAssignor();
-            long start = System.nanoTime();
-            probing = assignor.assign(states, spec.allTasks(), spec.statefulTasks(), racks, spec.configs());
-            nanos[i] = System.nanoTime() - start;
-        }
+        Timed run = timedAssign(HighAvailabilityTaskAssignor::new, spec, repeat, warmup);
+        Map<ProcessId, ClientState> states = run.states();
+        boolean probing = run.probing();
         Outcome real = outcome(states, Map.of(), probing);
         Outcome replayed = Replay.run(spec);
         if (!real.active().equals(replayed.active()) || !real.standby().equals(replayed.standby())
@@ -502,35 +492,15 @@ public final class StreamsReference {
         }
         // Warm-ups granted from the max.warmup.replicas budget, by active and by standby movements.
         out.put("warmups_granted", replayed.warmupsGranted());
-        out.put("probing_rebalance_needed", probing);
-        if (probing) {
-            // StreamsPartitionAssignor schedules the probing rebalance this far ahead of its clock.
-            out.put("probing_rebalance_at_ms", spec.nowMs() + spec.configs().probingRebalanceIntervalMs());
-        } else {
-            out.putNull("probing_rebalance_at_ms");
-        }
-        out.put("fallback_used", false);
-        out.put("elapsed_ms", median(nanos) / 1e6);
+        finish(out, spec, run, false);
         return out;
     }
 
     /** FallbackPriorTaskAssignor, as StreamsPartitionAssignor runs it when the end offsets are missing. */
     static ObjectNode fallbackAnswer(JsonNode id, StreamsSpec spec, int repeat, int warmup) {
-        for (int i = 0; i < warmup; i++) {
-            new FallbackPriorTaskAssignor().assign(clientStates(spec), spec.allTasks(), spec.statefulTasks(),
-                    rackAwareness(spec), spec.configs());
-        }
-        long[] nanos = new long[repeat];
-        Map<ProcessId, ClientState> states = null;
-        boolean probing = false;
-        for (int i = 0; i < repeat; i++) {
-            states = clientStates(spec);
-            RackAwareTaskAssignor racks = rackAwareness(spec);
-            FallbackPriorTaskAssignor assignor = new FallbackPriorTaskAssignor();
-            long start = System.nanoTime();
-            probing = assignor.assign(states, spec.allTasks(), spec.statefulTasks(), racks, spec.configs());
-            nanos[i] = System.nanoTime() - start;
-        }
+        Timed run = timedAssign(FallbackPriorTaskAssignor::new, spec, repeat, warmup);
+        Map<ProcessId, ClientState> states = run.states();
+        boolean probing = run.probing();
         ObjectNode out = JSON.createObjectNode();
         out.set("id", id);
         ObjectNode clients = out.putObject("clients");
@@ -542,15 +512,45 @@ public final class StreamsReference {
             client.putArray("warmup_tasks");
         }
         out.put("warmups_granted", 0);
-        out.put("probing_rebalance_needed", probing);
-        if (probing) {
+        finish(out, spec, run, true);
+        return out;
+    }
+
+    /** What one assignor call left: the client states it filled, its probing verdict, its times. */
+    record Timed(Map<ProcessId, ClientState> states, boolean probing, long[] nanos) { }
+
+    /** ``warmup`` untimed calls, then ``repeat`` timed ones, each on fresh client states (the
+     * assignors fill them in place); the last call's states and verdict are the answer. */
+    static Timed timedAssign(Supplier<LegacyTaskAssignor> assignors, StreamsSpec spec, int repeat, int warmup) {
+        for (int i = 0; i < warmup; i++) {
+            assignors.get().assign(clientStates(spec), spec.allTasks(), spec.statefulTasks(),
+                    rackAwareness(spec), spec.configs());
+        }
+        long[] nanos = new long[repeat];
+        Map<ProcessId, ClientState> states = null;
+        boolean probing = false;
+        for (int i = 0; i < repeat; i++) {
+            states = clientStates(spec);
+            RackAwareTaskAssignor racks = rackAwareness(spec);
+            LegacyTaskAssignor assignor = assignors.get();
+            long start = System.nanoTime();
+            probing = assignor.assign(states, spec.allTasks(), spec.statefulTasks(), racks, spec.configs());
+            nanos[i] = System.nanoTime() - start;
+        }
+        return new Timed(states, probing, nanos);
+    }
+
+    /** The fields every answer ends with: the probing verdict and when, which path, the time. */
+    static void finish(ObjectNode out, StreamsSpec spec, Timed run, boolean fallbackUsed) {
+        out.put("probing_rebalance_needed", run.probing());
+        if (run.probing()) {
+            // StreamsPartitionAssignor schedules the probing rebalance this far ahead of its clock.
             out.put("probing_rebalance_at_ms", spec.nowMs() + spec.configs().probingRebalanceIntervalMs());
         } else {
             out.putNull("probing_rebalance_at_ms");
         }
-        out.put("fallback_used", true);
-        out.put("elapsed_ms", median(nanos) / 1e6);
-        return out;
+        out.put("fallback_used", fallbackUsed);
+        out.put("elapsed_ms", median(run.nanos()) / 1e6);
     }
 
     static void tasks(ArrayNode array, Set<TaskId> tasks) {
