@@ -98,10 +98,7 @@ class HistorySql:
     def execute(self, sql: str) -> pa.RecordBatchReader:
         """Run one read-only statement; its rows as a stream of Arrow batches."""
         self.check_read_only(sql)
-        try:
-            return pa.RecordBatchReader.from_stream(self._builder.execute(sql))
-        except Exception as exc:  # deltalake raises DeltaError or a bare Exception from the engine
-            raise QueryError(one_line(exc)) from None
+        return self._stream(sql)
 
     def query(self, sql: str) -> pa.Table:
         """Run one read-only statement; all its rows."""
@@ -113,11 +110,12 @@ class HistorySql:
 
     def _run(self, sql: str) -> pa.Table:
         """A statement of ours, not the user's: no read-only check."""
+        return read_all(self._stream(sql))
+
+    def _stream(self, sql: str) -> pa.RecordBatchReader:
         try:
-            return read_all(pa.RecordBatchReader.from_stream(self._builder.execute(sql)))
-        except QueryError:
-            raise
-        except Exception as exc:
+            return pa.RecordBatchReader.from_stream(self._builder.execute(sql))
+        except Exception as exc:  # deltalake raises DeltaError or a bare Exception from the engine
             raise QueryError(one_line(exc)) from None
 
 
