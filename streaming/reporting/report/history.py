@@ -15,6 +15,7 @@ import pandas as pd
 
 from schemas.tables import ALERTS, ASSIGNMENT_CHECKS, ASSIGNMENTS, BALANCE_METRICS, MEMBER_EVENTS
 
+from streaming.engine.generation import COOPERATIVE_FOLLOWUP
 from streaming.errors import NoGroupHistoryError
 from streaming.reporting.history_sql import HistorySql, sql_string, to_pandas
 from streaming.reporting.report.window import TimeWindow
@@ -44,7 +45,7 @@ UNITS = {
 #: Group types whose report also shows where each unit is placed, generation by generation.
 PLACEMENT_GROUP_TYPES = ("streams", "connect")
 #: The round that completes a cooperative rebalance: a generation, but not a new rebalance.
-FOLLOWUP_TRIGGER = "cooperative_followup"
+FOLLOWUP_TRIGGER = COOPERATIVE_FOLLOWUP
 
 
 @dataclass(frozen=True)
