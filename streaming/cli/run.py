@@ -33,9 +33,10 @@ def spark_submit_command(config, extra: dict[str, str], argv_tail: list[str]) ->
     """
     import pyspark
 
-    from streaming.job.spark_session import session_conf
+    from streaming.job.spark_session import job_spark_conf, session_conf
 
-    conf = session_conf(config.spark, extra)
+    # The storage's endpoint and jars, never its credentials: the job reads those at start.
+    conf = session_conf(config.spark, job_spark_conf(config, extra))
     python = sys.executable
     master = conf.pop("spark.master", config.spark.master)
     cmd = ["env", f"SPARK_HOME={Path(pyspark.__file__).parent}", f"PYSPARK_PYTHON={python}",
