@@ -172,6 +172,12 @@ class StorageConfig:
         if self.endpoint:
             scheme, _, host = self.endpoint.partition("://")
             kwargs.update(scheme=scheme, endpoint_override=host.rstrip("/"))
+            # Since 2025 the AWS SDKs add a trailing checksum to every upload (``x-amz-trailer``)
+            # and check one on every download, which S3-compatible stores that predate it do not
+            # speak (s3proxy 2.7 answers the upload "501 Not Implemented"; the download then fails
+            # in the SDK). Only where S3 requires one, as before; the process's own setting wins.
+            os.environ.setdefault("AWS_REQUEST_CHECKSUM_CALCULATION", "WHEN_REQUIRED")
+            os.environ.setdefault("AWS_RESPONSE_CHECKSUM_VALIDATION", "WHEN_REQUIRED")
         if credentials is not None:
             kwargs.update(access_key=credentials.access_key_id, secret_key=credentials.secret_access_key,
                           session_token=credentials.session_token)

@@ -121,3 +121,33 @@ def test_the_printed_spark_submit_line_has_the_endpoint_and_never_a_credential(t
     assert f"spark.executor.extraClassPath={jars}/bundle-2.29.52.jar:{jars}/hadoop-aws-3.5.0.jar" in line
     assert "--output s3a://monitor/prod/data --checkpoint s3a://monitor/prod/checkpoints/job" in line
     assert SECRET not in line and "AKIDEXAMPLE" not in line and "secret.key" not in line
+
+
+def test_the_shipped_config_states_the_storage_defaults():
+    from streaming.config import load_config
+
+    assert load_config().storage == StorageConfig()
+
+
+def test_the_credentials_reach_spark_at_run_time_through_its_hadoop_configuration():
+    from types import SimpleNamespace
+
+    from streaming.storage import apply_secrets_to_spark
+
+    hadoop = {}
+    conf = SimpleNamespace(set=hadoop.__setitem__)
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(_jsc=SimpleNamespace(hadoopConfiguration=lambda: conf)))
+    apply_secrets_to_spark(spark, StorageConfig(**STORAGE), Credentials("AKID", SECRET))
+    assert hadoop == {"fs.s3a.access.key": "AKID", "fs.s3a.secret.key": SECRET}
+    hadoop.clear()
+    apply_secrets_to_spark(spark, StorageConfig(**STORAGE), None)  # default-chain: nothing to hand over
+    assert hadoop == {}
+
+
+def test_the_printed_line_imports_the_packages_of_its_own_checkout():
+    from streaming.cli.run import spark_submit_command
+    from streaming.config import Config
+    from streaming.paths import project_root
+
+    line = spark_submit_command(Config(), {}, [])
+    assert f"PYTHONPATH={project_root()}" in line[:line.index(str(project_root() / "streaming" / "job" / "main.py"))]

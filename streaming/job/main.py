@@ -164,6 +164,11 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
                 # Give the webhook a moment for what this run produced; the outbox keeps the rest.
                 dispatcher.wait_until_delivered(timeout_s=10)
                 dispatcher.close()
+            if not spark.sparkContext.master.startswith("local["):
+                # Executors in other JVMs: let the cluster manager release them now. Left to the
+                # JVM's exit, a standalone or local-cluster worker relaunched them while it shut
+                # down (dozens of "Failed to launch executor" errors after a clean run).
+                spark.stop()
 
 
 @contextlib.contextmanager
