@@ -322,6 +322,14 @@ def test_the_documented_spark_submit_line_runs_a_simulated_workload_on_a_standal
     assert sum(r["records"] for r in ingest) == produced > 0  # every record, to the end
     assert len(_delta_rows(f"{storage.uri}/data", options)[tables.BALANCE_METRICS]) > 3
     assert object_store.credentials.secret_access_key not in log.read_text()
+    # The executors wrote the operator's state to the checkpoint on S3, signed with the driver's
+    # keys: the worker that launched them has none in its environment.
+    assert "AWS_SECRET_ACCESS_KEY" not in os.environ
+    from pyarrow import fs
+
+    state = storage.arrow_filesystem(object_store.credentials).get_file_info(
+        fs.FileSelector(f"{cluster.BUCKET}/{prefix}/checkpoints/job/state", recursive=True))
+    assert any(i.type == fs.FileType.File for i in state)
 
 
 def _count_records(config) -> int:
