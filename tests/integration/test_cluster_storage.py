@@ -8,6 +8,7 @@ process, as an operator runs it, so each can be killed."""
 from __future__ import annotations
 
 import collections
+import json
 import os
 import shlex
 import signal
@@ -157,6 +158,16 @@ def test_a_scenario_on_local_cluster_with_tables_and_checkpoint_on_s3_equals_the
     assert checkpoint.read_bytes("rebalance-monitor-state.json") is not None  # the stamp, beside Spark's files
     assert checkpoint.list("commits")
     _no_secret_anywhere(object_store, prefix, log.read_text())
+
+    # `query` reads the same tables on S3 with the same config, and a view agrees with the local run.
+    sql = "SELECT group_id, rebalance_total FROM group_health ORDER BY group_id"
+    answers = []
+    for config_args in (["--config", str(config_file)], ["--output", local.output.root]):
+        done = subprocess.run([sys.executable, "-m", "streaming.cli.main", "query", *config_args, "--format", "json",
+                               sql], cwd=REPO, env=object_store.env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        answers.append([json.loads(line) for line in done.stdout.splitlines()])
+    assert answers[0] == answers[1] and {r["group_id"] for r in answers[0]} == {"eager", "coop", "static"}
 
 
 STORM_RULE = """
