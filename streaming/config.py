@@ -19,6 +19,7 @@ from streaming.engine.settings import EngineSettings
 from streaming.errors import ConfigError
 from streaming.paths import conf_dir
 from streaming.redaction import mask_secrets
+from streaming.storage import StorageConfig
 
 DEFAULT_CONFIG_FILE = "rebalance-monitor.toml"
 #: What Spark's processing-time trigger reads: a number and a unit ("2 seconds", "500 milliseconds").
@@ -149,16 +150,14 @@ class AlertsConfig:
     """``[alerts]``: the rules (see :mod:`streaming.alerting.rules`) and, optionally, the webhook."""
     rules: AlertRules = field(default_factory=AlertRules)
     webhook: WebhookConfig | None = None
-    #: Local directory of the webhook's outbox (undelivered alerts survive a restart there);
-    #: default: <checkpoint>-alert-outbox beside a local checkpoint.
+    #: Directory (or s3a:// URI) of the webhook's outbox, where undelivered alerts survive a restart;
+    #: default: <checkpoint>-alert-outbox, beside the checkpoint on the same storage, so that a
+    #: driver restarted on another host finds it as it finds the checkpoint.
     outbox: str | None = None
 
     def outbox_dir(self, output: "OutputConfig") -> str:
         if self.outbox:
-            return str(Path(self.outbox).resolve())
-        if "://" in output.checkpoint:
-            raise ConfigError("alerts.outbox: the checkpoint is not on the local file system; set a local "
-                              "directory for the webhook's outbox")
+            return self.outbox if "://" in self.outbox else str(Path(self.outbox).resolve())
         return output.checkpoint_path.rstrip("/") + "-alert-outbox"
 
 
@@ -199,6 +198,7 @@ class Config:
     spark: SparkConfig = field(default_factory=SparkConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
 
     def engine_settings(self) -> EngineSettings:
         """What the per-group engine needs: the [job] timings and the alert rules."""
@@ -247,8 +247,11 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
         if name == "alerts":
             sections[name] = _parse_alerts(value, source)
             continue
+        if name == "storage":
+            sections[name] = StorageConfig.from_mapping(value, source)
+            continue
         if name not in _SECTIONS:
-            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}, alerts")
+            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}, alerts, storage")
         if not isinstance(value, Mapping):
             raise ConfigError(f"{source}: [{name}] must be a table")
         cls = _SECTIONS[name]
@@ -268,6 +271,11 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
             sections[name] = cls(**values)
         except ConfigError as exc:  # a check across keys, or of a value's form: name the file too
             raise ConfigError(f"{source}: {exc}") from None
+    storage = sections.get("storage")
+    if storage is not None and storage.uri:  # relative tables and checkpoint live under storage.uri
+        output = sections.get("output", OutputConfig())
+        sections["output"] = replace(output, root=storage.resolve(output.root),
+                                     checkpoint=storage.resolve(output.checkpoint))
     return Config(**sections)
 
 

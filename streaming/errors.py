@@ -85,6 +85,10 @@ class CheckpointInUseError(MonitorError):
     """Another job runs on the same checkpoint."""
 
 
+class StorageError(MonitorError):
+    """The tables' or the checkpoint's storage cannot be reached or read as configured ([storage])."""
+
+
 class KafkaIOError(MonitorError):
     """A topic could not be created or events could not be delivered."""
 

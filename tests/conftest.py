@@ -48,6 +48,8 @@ def _real_parts_need_the_integration_marker(request, monkeypatch):
     monkeypatch.setattr("pyspark.sql.SparkSession.Builder.getOrCreate", refuse("Spark"))
     monkeypatch.setattr("tests.java_reference.ensure_built", refuse("the Java reference (a JVM)"))
     monkeypatch.setattr("tests.coordinator_log.fixture.ensure_built", refuse("the coordinator reference (a JVM)"))
+    monkeypatch.setattr("tests.integration.cluster.start_object_store", refuse("s3proxy (a JVM)"))
+    monkeypatch.setattr("tests.integration.cluster.start_standalone", refuse("a standalone Spark cluster"))
 
 
 def free_port() -> int:

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+from streaming.errors import StorageError
 from streaming.job.checkpoint_stamp import STAMP_FILE, STATE_LAYOUT, CheckpointMismatchError, check_or_write
+from streaming.storage import Location
 
 
 def test_a_new_checkpoint_gets_a_stamp_and_is_then_resumed(tmp_path):
@@ -45,7 +47,29 @@ def test_a_stamp_that_is_not_a_json_object_is_named(tmp_path, text, problem):
         check_or_write(str(tmp_path), 32)
 
 
-def test_a_checkpoint_on_cluster_storage_is_not_checked(tmp_path, monkeypatch):
+def test_a_checkpoint_on_object_storage_is_stamped_and_checked_there(tmp_path, monkeypatch):
+    from pyarrow import fs
+
     monkeypatch.chdir(tmp_path)
-    check_or_write("s3://bucket/checkpoints/job", 32)
+    bucket = fs._MockFileSystem()  # PyArrow's in-memory file system stands in for the bucket
+    checkpoint = Location.over(bucket, "bucket/checkpoints/job", "s3a://bucket/checkpoints/job")
+    check_or_write(checkpoint, 32)
+    assert json.loads(checkpoint.read_bytes(STAMP_FILE)) == {"state_layout": STATE_LAYOUT, "state_buckets": 32}
+    with pytest.raises(CheckpointMismatchError, match="s3a://bucket/checkpoints/job was written with "
+                                                      "job.state_buckets = 32, the config says 16"):
+        check_or_write(checkpoint, 16)
     assert list(tmp_path.iterdir()) == []  # no local look-alike of the URI was made
+
+
+def test_an_older_checkpoint_on_object_storage_is_refused():
+    from pyarrow import fs
+
+    checkpoint = Location.over(fs._MockFileSystem(), "bucket/cp", "s3a://bucket/cp")
+    checkpoint.write_bytes("offsets/0", b"v1")
+    with pytest.raises(CheckpointMismatchError, match="older rebalance-monitor"):
+        check_or_write(checkpoint, 32)
+
+
+def test_a_checkpoint_uri_the_job_cannot_write_is_named():
+    with pytest.raises(StorageError, match="s3://bucket/checkpoints/job: not a local path or an s3a:// URI"):
+        check_or_write("s3://bucket/checkpoints/job", 32)

@@ -85,8 +85,13 @@ def open_history(config_path, output):
     ``query`` and ``report``."""
     from streaming.reporting.history_sql import open_history_sql
 
+    from streaming.storage import is_object_store
+
     config = load_config(config_path).with_overrides(output=output)
-    return config, open_history_sql(config.output)
+    options = None
+    if is_object_store(config.output.root):  # the tables on S3: the job's own [storage] settings
+        options = config.storage.delta_options(config.storage.load_credentials())
+    return config, open_history_sql(config.output, options)
 
 
 def run_sql(history, sql: str, fmt: str = "table", limit: int | None = None) -> tuple[str, bool]:

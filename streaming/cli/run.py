@@ -33,13 +33,16 @@ def spark_submit_command(config, extra: dict[str, str], argv_tail: list[str]) ->
     """
     import pyspark
 
-    from streaming.job.spark_session import session_conf
+    from streaming.job.spark_session import job_spark_conf, session_conf
 
-    conf = session_conf(config.spark, extra)
+    # The storage's endpoint and jars, never its credentials: the job reads those at start.
+    conf = session_conf(config.spark, job_spark_conf(config, extra))
     python = sys.executable
     master = conf.pop("spark.master", config.spark.master)
+    # PYTHONPATH: the driver imports the packages of the checkout whose main.py the line names, not
+    # whichever copy the interpreter's site-packages points at (an editable install of another one).
     cmd = ["env", f"SPARK_HOME={Path(pyspark.__file__).parent}", f"PYSPARK_PYTHON={python}",
-           f"PYSPARK_DRIVER_PYTHON={python}"]
+           f"PYSPARK_DRIVER_PYTHON={python}", f"PYTHONPATH={project_root()}"]
     if master.startswith("local"):  # as run does: this host only (on a cluster the executors must reach it)
         cmd.append("SPARK_LOCAL_IP=127.0.0.1")
     cmd += [str(Path(python).parent / "spark-submit"), "--master", master, "--jars", conf.pop("spark.jars")]

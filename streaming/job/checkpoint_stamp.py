@@ -7,17 +7,18 @@ their timers still fire. So the first run writes a stamp beside Spark's files, a
 a checkpoint whose stamp differs, or that has Spark's offsets but no stamp (written by an older
 version), with an error that says what to do.
 
-Only local checkpoints get a stamp; on cluster storage (``s3://...``) the check is skipped and
-logged.
+The stamp lives in the checkpoint itself, local or on object storage (``s3a://``, through
+:class:`~streaming.storage.Location`): a driver restarted on another host checks it as it finds the
+checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 
 from streaming.errors import CheckpointMismatchError
+from streaming.storage import Credentials, Location, StorageConfig
 
 log = logging.getLogger("rebalance_monitor.checkpoint")
 
@@ -32,16 +33,15 @@ NEW_CHECKPOINT_ADVICE = ("Start with a new --checkpoint, and a new output.app_id
                          "writes of the new checkpoint are not mistaken for ones already done.")
 
 
-def check_or_write(checkpoint: str, state_buckets: int) -> None:
+def check_or_write(checkpoint: str | Location, state_buckets: int, storage: StorageConfig | None = None,
+                   credentials: Credentials | None = None) -> None:
     """Refuse a checkpoint written with another state layout or bucket count; stamp a new one."""
-    if "://" in checkpoint and not checkpoint.startswith("file:"):
-        log.info("checkpoint %s is not local: its state layout is not checked", checkpoint)
-        return
-    directory = Path(checkpoint.removeprefix("file://").removeprefix("file:"))
-    stamp_path = directory / STAMP_FILE
-    if stamp_path.exists():
+    location = checkpoint if isinstance(checkpoint, Location) else Location(checkpoint, storage, credentials)
+    directory = location.location
+    text = location.read_bytes(STAMP_FILE)
+    if text is not None:
         try:
-            found = json.loads(stamp_path.read_text())
+            found = json.loads(text)
         except ValueError as exc:
             raise CheckpointMismatchError(f"checkpoint {directory}: {STAMP_FILE} is not valid JSON ({exc})") from exc
         if not isinstance(found, dict):
@@ -56,9 +56,9 @@ def check_or_write(checkpoint: str, state_buckets: int) -> None:
                 f"the config says {state_buckets}: the bucket count is fixed per checkpoint. "
                 f"Set it back, or: {NEW_CHECKPOINT_ADVICE}")
         return
-    if (directory / "offsets").is_dir() and any((directory / "offsets").iterdir()):
+    if location.list("offsets"):
         raise CheckpointMismatchError(
             f"checkpoint {directory} was written by an older rebalance-monitor (no {STAMP_FILE}); its state "
             f"layout cannot be resumed. {NEW_CHECKPOINT_ADVICE}")
-    directory.mkdir(parents=True, exist_ok=True)
-    stamp_path.write_text(json.dumps({"state_layout": STATE_LAYOUT, "state_buckets": state_buckets}) + "\n")
+    location.write_bytes(STAMP_FILE, (json.dumps({"state_layout": STATE_LAYOUT, "state_buckets": state_buckets})
+                                      + "\n").encode())

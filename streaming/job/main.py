@@ -85,17 +85,24 @@ def build_history(spark, config: Config):
 
 
 def start_query(spark, config: Config, available_now: bool = False, alert_dispatcher=None, write=None,
-                on_written=None):
+                on_written=None, credentials=None):
     """Start the query; ``alert_dispatcher`` (an AlertDispatcher) gets each batch's alert
     transitions once they are in the alerts table. ``write`` replaces the sink's
     :func:`~streaming.job.sink.write_batch` (same arguments and result), for a benchmark that times
-    it; ``on_written(batch_id, rows by table)`` is told what each batch wrote."""
+    it; ``on_written(batch_id, rows by table)`` is told what each batch wrote. ``credentials`` of
+    the object storage (``[storage]``) are read from where the config says when not given."""
     from streaming.job.sink import DeltaAppender, write_batch
+    from streaming.storage import is_object_store
 
-    output = config.output
-    check_or_write(output.checkpoint_path, config.job.state_buckets)
+    output, storage = config.output, config.storage
+    on_object_store = is_object_store(output.root) or is_object_store(output.checkpoint)
+    if on_object_store and credentials is None:
+        credentials = storage.load_credentials()
+    check_or_write(output.checkpoint_path, config.job.state_buckets, storage, credentials)
     history = build_history(spark, config)
-    appender = DeltaAppender(output.app_id)  # per run: it reads the tables' logs afresh
+    # Per run: it reads the tables' logs afresh.
+    appender = DeltaAppender(output.app_id, storage.delta_options(credentials) if is_object_store(output.root)
+                             else None)
     write = write or write_batch
 
     def sink(batch_df, batch_id: int) -> None:
@@ -121,12 +128,16 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
     """
     from streaming.job.checkpoint_lock import CheckpointLock
     from streaming.job.preflight import check_reachable, ensure_input_topics
-    from streaming.job.spark_session import build_spark_session
+    from streaming.job.spark_session import build_spark_session, job_spark_conf, uses_object_store
+    from streaming.storage import apply_secrets_to_spark
 
     stop = StopRequest()
+    # Read once, on the driver, before anything starts: a missing key fails here, naming it.
+    credentials = config.storage.load_credentials() if uses_object_store(config) else None
     with CheckpointLock(config.output.checkpoint_path):
         check_reachable(config.kafka)
-        spark = build_spark_session(config.spark, extra=extra_spark_conf)
+        spark = build_spark_session(config.spark, extra=job_spark_conf(config, extra_spark_conf))
+        apply_secrets_to_spark(spark, config.storage, credentials)
         ensure_input_topics(spark, config.kafka)
         if stop.requested:
             return 0
@@ -134,12 +145,14 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
         if config.alerts.webhook is not None:
             from streaming.alerting.delivery import AlertDispatcher
 
-            dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output))
+            dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output),
+                                         storage=config.storage, credentials=credentials)
         try:
             with _observed(spark, config) as (accounts, metrics):
                 for attempt in range(1, START_ATTEMPTS + 1):
                     rc, transient = _run_query(spark, config, available_now, dispatcher, stop,
-                                               lambda batch_id, written: accounts.record(batch_id, written, metrics))
+                                               lambda batch_id, written: accounts.record(batch_id, written, metrics),
+                                               credentials)
                     if not transient or attempt == START_ATTEMPTS:
                         return rc
                     # Safe to restart: every batch is idempotent in Delta and the checkpoint says where to resume.
@@ -151,6 +164,11 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
                 # Give the webhook a moment for what this run produced; the outbox keeps the rest.
                 dispatcher.wait_until_delivered(timeout_s=10)
                 dispatcher.close()
+            if not spark.sparkContext.master.startswith("local["):
+                # Executors in other JVMs: let the cluster manager release them now. Left to the
+                # JVM's exit, a standalone or local-cluster worker relaunched them while it shut
+                # down (dozens of "Failed to launch executor" errors after a clean run).
+                spark.stop()
 
 
 @contextlib.contextmanager
@@ -201,9 +219,9 @@ START_ATTEMPTS = 3
 
 
 def _run_query(spark, config: Config, available_now: bool, dispatcher, stop: StopRequest,
-               on_written) -> tuple[int, bool]:
+               on_written, credentials=None) -> tuple[int, bool]:
     """Run the query once; (exit code, whether it failed for a transient reason worth a restart)."""
-    query = start_query(spark, config, available_now, dispatcher, on_written=on_written)
+    query = start_query(spark, config, available_now, dispatcher, on_written=on_written, credentials=credentials)
     from pyspark.errors import StreamingQueryException
 
     try:

@@ -52,8 +52,11 @@ class DeltaAppender:
     marker for ``app_id``, so a new run (after a crash) needs no memory of the old one.
     """
 
-    def __init__(self, app_id: str):
+    def __init__(self, app_id: str, storage_options: dict[str, str] | None = None):
+        """``storage_options``: delta-rs' settings for object storage
+        (:meth:`~streaming.storage.StorageConfig.delta_options`); None on the local disk."""
         self.app_id = app_id
+        self._storage_options = storage_options or None
         self._tables: dict[str, object] = {}  # path -> deltalake.DeltaTable
 
     def last_batch(self, path: str) -> int:
@@ -73,6 +76,7 @@ class DeltaAppender:
         table = self._tables.get(path)
         write_deltalake(
             table if table is not None else path, data, mode="append",
+            storage_options=None if table is not None else self._storage_options,
             # A release that adds columns to a table keeps appending to the tables of the previous
             # one (old rows read the new columns as null).
             schema_mode="merge",
@@ -90,9 +94,9 @@ class DeltaAppender:
 
         table = self._tables.get(path)
         if table is None:
-            if not DeltaTable.is_deltatable(path):
+            if not DeltaTable.is_deltatable(path, storage_options=self._storage_options):
                 return None
-            table = self._tables[path] = DeltaTable(path)
+            table = self._tables[path] = DeltaTable(path, storage_options=self._storage_options)
         else:
             # Commits made since (ours, or an OPTIMIZE by someone else): a few small files.
             table.update_incremental()

@@ -15,9 +15,10 @@ import threading
 from pathlib import Path
 from typing import IO, Callable, Mapping
 
-from streaming.config import SparkConfig
+from streaming.config import Config, SparkConfig
 from streaming.errors import SparkSetupError
-from streaming.paths import conf_dir, jar_dir
+from streaming.paths import conf_dir, jar_dir, project_root
+from streaming.storage import is_object_store
 
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[^-]*(?:-[^-]+)?\.jar$")
 
@@ -69,6 +70,43 @@ def spark_jars() -> list[str]:
     return [str(j) for j in jars if _artifact(j.name) not in shipped]
 
 
+def object_store_jars() -> list[str]:
+    """Absolute paths of Hadoop's ``s3a`` file system and the AWS SDK it needs (``scripts/bootstrap``)."""
+    directory = jar_dir("s3")
+    jars = sorted(directory.glob("*.jar"))
+    if not any(j.name.startswith("hadoop-aws-") for j in jars):
+        raise SparkSetupError(f"the s3a jars (hadoop-aws and the AWS SDK) are missing from {directory}: "
+                              f"run scripts/bootstrap first")
+    import pyspark
+
+    shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [str(j) for j in jars if _artifact(j.name) not in shipped]
+
+
+def uses_object_store(config: Config) -> bool:
+    """Whether the tables, the checkpoint or the alert outbox are on object storage."""
+    places = [config.output.root, config.output.checkpoint, config.alerts.outbox or ""]
+    return any(is_object_store(p) for p in places)
+
+
+def job_spark_conf(config: Config, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The job's own Spark settings on top of ``[spark.conf]``: for object storage, the ``s3a``
+    settings of ``[storage]`` (never a credential: see :mod:`streaming.storage`) and its jars; then
+    ``extra`` (``--conf``), which wins.
+
+    The ``s3a`` jars go on the class path of the driver and of every executor rather than in
+    ``spark.jars``: the AWS SDK is about 700 MB, which ``spark.jars`` would copy to every executor of
+    every application, and Hadoop looks file systems up in the class path it started with."""
+    conf: dict[str, str] = {}
+    if uses_object_store(config):
+        conf.update(config.storage.spark_conf())
+        class_path = os.pathsep.join(object_store_jars())
+        conf["spark.driver.extraClassPath"] = class_path
+        conf["spark.executor.extraClassPath"] = class_path
+    conf.update(extra or {})
+    return conf
+
+
 def session_conf(config: SparkConfig | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The full Spark conf a session of this project gets (defaults < conf/ < extra < required)."""
     config = config or SparkConfig()
@@ -106,7 +144,29 @@ def build_spark_session(config: SparkConfig | None = None, app_name: str = "reba
     for key, value in settings.items():
         builder = builder.config(key, value)
     _launch_own_jvm({**settings, "spark.app.name": app_name})
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    if not session.sparkContext.master.startswith("local["):
+        _ship_project_code(session)
+    return session
+
+
+def _ship_project_code(session) -> None:
+    """Executors in their own JVMs (a cluster, or ``local-cluster``) run the project's Python code in
+    their own Python workers: give them this driver's copy of it, so driver and executors never run
+    two versions of the processor (an image or a virtualenv on the executors may hold another, or
+    none). A zip of ``assignors``, ``schemas`` and ``streaming``, first on the workers' path."""
+    import tempfile
+    import zipfile
+
+    root = project_root()
+    target = Path(tempfile.mkdtemp(prefix="rebalance-monitor-code-")) / "rebalance_monitor_code.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in ("assignors", "schemas", "streaming"):
+            for source in sorted((root / package).rglob("*.py")):
+                archive.write(source, source.relative_to(root).as_posix())
+            for data in sorted((root / package).rglob("*.json")):  # JSON Schemas and other package data
+                archive.write(data, data.relative_to(root).as_posix())
+    session.sparkContext.addPyFile(str(target))
 
 
 def _launch_own_jvm(settings: Mapping[str, str]) -> None:

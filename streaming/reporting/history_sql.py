@@ -155,8 +155,9 @@ def read_all(reader: pa.RecordBatchReader, limit: int | None = None) -> pa.Table
     return table if limit is None else table.slice(0, limit)
 
 
-def open_history_sql(output: OutputConfig) -> HistorySql:
-    """The tables under ``output`` (stand-ins for those not written yet) and the ready views."""
+def open_history_sql(output: OutputConfig, storage_options: dict[str, str] | None = None) -> HistorySql:
+    """The tables under ``output`` (stand-ins for those not written yet) and the ready views;
+    ``storage_options``: delta-rs' settings when they are on object storage ([storage])."""
     from deltalake import DeltaTable, QueryBuilder
 
     root = output.root
@@ -167,8 +168,8 @@ def open_history_sql(output: OutputConfig) -> HistorySql:
     written = []
     for table in TABLES:
         path = output.table_path(table)
-        if DeltaTable.is_deltatable(path):
-            builder.register(table, DeltaTable(path))
+        if DeltaTable.is_deltatable(path, storage_options=storage_options):
+            builder.register(table, DeltaTable(path, storage_options=storage_options))
             written.append(table)
     missing = tuple(t for t in TABLES if t not in written)
     history = HistorySql(output, Registered(tables=tuple(written), missing=missing, views=VIEW_NAMES), builder)

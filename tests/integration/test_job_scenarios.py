@@ -19,6 +19,12 @@ START = 1_700_000_000_000
 @pytest.fixture
 def scenario_config(kafka_broker, tmp_path, unique_name):
     config = make_config(kafka_broker, tmp_path, unique_name)
+    produce_scenario(config)
+    return config
+
+
+def produce_scenario(config):
+    """The scenario groups' events (and two refused records) into the config's topics."""
     # The stream's event time runs to 32 s (the eager story's end); the other groups' members keep
     # heartbeating until then, or they would rightly expire.
     coop = stories.cooperative_story() + stories.heartbeats(["c1", "c2"], 12_000, 32_000)
@@ -30,7 +36,6 @@ def scenario_config(kafka_broker, tmp_path, unique_name):
             [("eager", b"{oops"), ("eager", {"schema_version": 1, "event_id": "x", "event_time": START,
                                              "group_id": "eager", "type": "join", "member_id": "m",
                                              "assignor": "fancy"})])
-    return config
 
 
 def read_all_records(config):

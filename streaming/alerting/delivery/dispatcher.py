@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from streaming.alerting.delivery.config import WebhookConfig
-from streaming.alerting.delivery.outbox import Outbox, OutboxLock
+from streaming.alerting.delivery.outbox import Outbox, lock_outbox, open_outbox
 from streaming.alerting.delivery.payload import AlertTransition, webhook_message
 from streaming.alerting.delivery.webhook_client import Backoff, PostResult, WebhookClient
 from streaming.errors import OutboxError
@@ -79,12 +79,16 @@ class AlertDispatcher:
     One dispatcher per outbox directory at a time.
     """
 
-    def __init__(self, config: WebhookConfig, outbox_dir: str | Path, *, backoff: Backoff | None = None):
+    def __init__(self, config: WebhookConfig, outbox_dir: str | Path, *, backoff: Backoff | None = None,
+                 storage=None, credentials=None):
+        """``outbox_dir`` is a local directory or an ``s3a://`` URI, reached with ``storage`` (a
+        :class:`~streaming.storage.StorageConfig`) and ``credentials``."""
         self._config = config
         self._outbox_dir = outbox_dir
-        self._outbox_lock = OutboxLock(outbox_dir)
+        self._storage = (storage, credentials)
+        self._outbox_lock = lock_outbox(outbox_dir)
         try:
-            self._stream_outbox = Outbox(outbox_dir)
+            self._stream_outbox = open_outbox(outbox_dir, storage, credentials)
             pruned = self._stream_outbox.prune_delivered(config.outbox_retention_hours * 3_600_000)
             superseded = self._stream_outbox.supersede_delivered_resolutions()
             undelivered = self._stream_outbox.count_undelivered()
@@ -186,7 +190,7 @@ class AlertDispatcher:
     def _run_sender(self) -> None:
         outbox = None
         try:
-            outbox = Outbox(self._outbox_dir)
+            outbox = open_outbox(self._outbox_dir, *self._storage)
             while (post := self._next_post(outbox)) is not None:
                 if not self._deliver(outbox, post):
                     return

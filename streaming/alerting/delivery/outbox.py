@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from streaming.alerting.delivery.payload import AlertTransition
-from streaming.errors import OutboxError
+from streaming.errors import OutboxError, StorageError
 
 OUTBOX_FILE = "alert-outbox.sqlite3"
 LOCK_FILE = "alert-outbox.lock"
@@ -72,6 +72,34 @@ class OutboxLock:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def open_outbox(directory: str | Path, storage=None, credentials=None):
+    """The outbox at ``directory``: a SQLite file on a local disk, or objects on object storage
+    (:mod:`~streaming.alerting.delivery.object_outbox`), beside a checkpoint that is there."""
+    from streaming.storage import Location, is_object_store
+
+    if is_object_store(str(directory)):
+        from streaming.alerting.delivery.object_outbox import ObjectOutbox
+
+        try:
+            return ObjectOutbox(Location(str(directory), storage, credentials))
+        except StorageError as exc:
+            raise OutboxError(f"alert outbox {directory}: {exc}") from None
+    return Outbox(directory)
+
+
+def lock_outbox(directory: str | Path):
+    """Exclusive use of the outbox by this dispatcher. Object storage has no lock to take: there the
+    driver is the single writer of the checkpoint, the tables and the outbox (docs/deploy.md)."""
+    from streaming.storage import is_object_store
+
+    return _NoLock() if is_object_store(str(directory)) else OutboxLock(directory)
+
+
+class _NoLock:
+    def release(self) -> None:
+        pass
 
 
 class Outbox:
