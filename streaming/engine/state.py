@@ -15,7 +15,7 @@ from assignors.connect.model import ConnectAssignorState
 from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
 
 from streaming.alerting.evaluator import AlertState
-from streaming.engine.events import MembershipEvent, TaskWorkload
+from streaming.engine.events import CoordinatorGeneration, MembershipEvent, TaskWorkload
 
 #: How many membership event ids a group remembers to recognise redeliveries.
 SEEN_EVENT_IDS = 2_000
@@ -121,6 +121,16 @@ class GroupState:
     #: A rebalance the assignor asked for at a later event time (Streams probing rebalance,
     #: Connect scheduled rebalance); a rebalance before it replaces it.
     scheduled: PendingRebalance | None = None
+    #: A group recorded from its coordinator's log: generations it wrote that wait for the topic
+    #: catalog to cover their time (in log order), the offset of the last one applied, and the
+    #: phase of that one (a cooperative group's next generation after a revocation is its follow-up).
+    coordinator_backlog: list[CoordinatorGeneration] = field(default_factory=list)
+    coordinator_offset: int = -1
+    coordinator_phase: str | None = None
+
+    @property
+    def coordinator_fed(self) -> bool:
+        return self.coordinator_offset >= 0 or bool(self.coordinator_backlog)
 
     def assignor_name(self) -> str:
         """The consumer group's assignor: as its members name it, else the protocol's default."""

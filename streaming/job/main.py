@@ -66,6 +66,11 @@ def build_history(spark, config: Config):
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).
     compacted = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
+    if config.offsets_topic.enabled:
+        from streaming.job.offsets_source import coordinator_rows, metadata_rows
+
+        for rows in (coordinator_rows(spark, config), metadata_rows(spark, config)):
+            compacted = compacted.unionByName(uncompacted_input(rows))
     # Spark drops rows behind the watermark before they reach the processor. Only the clock rows
     # (one per slice of heartbeats: its newest event time) have the event-time column, so the
     # watermark trails the stream's newest heartbeat by idle_group_grace_ms as before, and no record
@@ -79,6 +84,13 @@ def build_history(spark, config: Config):
     keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(config.job.state_buckets)])
     bucket_index = (F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)) + 1).cast("int")
     bucketed = watermarked.withColumn("state_bucket", F.element_at(keys, bucket_index))
+    if config.offsets_topic.enabled:
+        from streaming.job.offsets_source import TOPIC_METADATA
+
+        # A topic description goes to every bucket: each keeps the catalog its groups are measured by.
+        broadcast = (F.col("kind") == TOPIC_METADATA) & F.col("reject_reason").isNull()
+        bucketed = watermarked.withColumn("state_bucket", F.explode(
+            F.when(broadcast, keys).otherwise(F.array(F.element_at(keys, bucket_index)))))
     return bucketed.groupBy("state_bucket").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
@@ -135,6 +147,7 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
             from streaming.alerting.delivery import AlertDispatcher
 
             dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output))
+        publisher = _start_topic_metadata(config)
         try:
             with _observed(spark, config) as (accounts, metrics):
                 for attempt in range(1, START_ATTEMPTS + 1):
@@ -147,10 +160,29 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
                                 START_ATTEMPTS)
                 return 1
         finally:
+            if publisher is not None:
+                publisher.close()
             if dispatcher is not None:
                 # Give the webhook a moment for what this run produced; the outbox keeps the rest.
                 dispatcher.wait_until_delivered(timeout_s=10)
                 dispatcher.close()
+
+
+def _start_topic_metadata(config: Config):
+    """With the coordinator's log as a source: its topic-metadata topic, and the publisher that
+    describes the observed cluster's topics into it (already once when this returns)."""
+    if not config.offsets_topic.enabled:
+        return None
+    from streaming.feeds.kafka_io import ensure_topics
+    from streaming.feeds.topic_metadata import TopicMetadataPublisher
+
+    source, kafka = config.offsets_topic, config.kafka
+    # One partition: the descriptions stay in the order they were made.
+    ensure_topics(kafka.bootstrap_servers, [source.metadata_topic], partitions=1, options=dict(kafka.options))
+    publisher = TopicMetadataPublisher(source.admin_options(kafka), kafka.bootstrap_servers, dict(kafka.options),
+                                       source.metadata_topic, source.metadata_interval_s)
+    publisher.start()
+    return publisher
 
 
 @contextlib.contextmanager
