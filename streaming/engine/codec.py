@@ -18,7 +18,8 @@ from assignors.connect.model import ConnectAssignorState, ConnectorTaskId
 from assignors.model import topic_id_from_string, topic_id_string
 
 from streaming.alerting.evaluator import AlertState
-from streaming.engine.events import CoordinatorGeneration, MembershipEvent, TaskWorkload
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
+from streaming.engine.events import MembershipEvent, TaskWorkload
 from streaming.engine.state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
 
 #: 5: groups recorded from the coordinator's log (backlog, offset, phase); 4 is read as 5 without them.
@@ -135,6 +136,7 @@ def encode_state(state: GroupState) -> bytes:
         "connect_leader_state": _encode_leader_state(state.connect_leader_state),
         "scheduled": _encode_pending(state.scheduled),
         "coordinator_backlog": [g.to_json() for g in state.coordinator_backlog],
+        "kip848": state.kip848,
         "coordinator_offset": state.coordinator_offset,
         "coordinator_phase": state.coordinator_phase,
     }
@@ -182,7 +184,9 @@ def decode_state(blob: bytes) -> GroupState:
         connect_leader=data["connect_leader"],
         connect_leader_state=_decode_leader_state(data["connect_leader_state"]),
         scheduled=_decode_pending(data["scheduled"]),
-        coordinator_backlog=[CoordinatorGeneration.from_json(g) for g in data.get("coordinator_backlog", ())],
+        coordinator_backlog=[(ConsumerGroupRecord if "record_type" in g else CoordinatorGeneration).from_json(g)
+                             for g in data.get("coordinator_backlog", ())],
+        kip848=data.get("kip848", {}),
         coordinator_offset=data.get("coordinator_offset", -1),
         coordinator_phase=data.get("coordinator_phase"),
     )

@@ -25,19 +25,24 @@ from assignors.errors import RebalanceMonitorError
 from assignors.metrics import balance_metrics
 from schemas.rows import AssignmentCheckRow, MemberEventRow
 
-from streaming.engine import live_group
+from streaming.engine import kip848, live_group
 from streaming.engine.batch import Batch
 from streaming.engine.consumer import revocations
-from streaming.engine.events import CoordinatorGeneration, CoordinatorMember
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember
 from streaming.engine.generation import Generation, partition_balance, record_generation
 from streaming.engine.state import Member, PendingRebalance
 from streaming.engine.topic_catalog import TopicCatalog
 
 #: The state a generation's record is written in: the leader's SyncGroup has been accepted.
 RECORDED_STATE = "STABLE"
+#: Assignors whose generations are cooperative: the client-side cooperative one, and KIP-848's
+#: server-side ones (members revoke before they are given partitions).
+COOPERATIVE = COOPERATIVE_ASSIGNORS | set(kip848.ASSIGNOR_NAMES.values())
+
+Recorded = CoordinatorGeneration | ConsumerGroupRecord
 
 
-def enqueue(batch: Batch, generations: Iterable[CoordinatorGeneration]) -> None:
+def enqueue(batch: Batch, generations: Iterable[Recorded]) -> None:
     """Add new records to the group's backlog, in log order; records already seen are skipped."""
     s = batch.state
     known = {g.offset for g in s.coordinator_backlog}
@@ -47,7 +52,7 @@ def enqueue(batch: Batch, generations: Iterable[CoordinatorGeneration]) -> None:
         batch.stats.membership_accepted += len(fresh)
 
 
-def ready(batch: Batch, catalog: TopicCatalog | None) -> list[CoordinatorGeneration]:
+def ready(batch: Batch, catalog: TopicCatalog | None) -> list[Recorded]:
     """The backlog's first records whose time the catalog covers (they can be measured now)."""
     out = []
     for g in batch.state.coordinator_backlog:
@@ -57,21 +62,28 @@ def ready(batch: Batch, catalog: TopicCatalog | None) -> list[CoordinatorGenerat
     return out
 
 
-def apply_generation(batch: Batch, g: CoordinatorGeneration, catalog: TopicCatalog) -> None:
+def apply_recorded(batch: Batch, item: Recorded, catalog: TopicCatalog) -> None:
+    """Apply one record of the backlog: a classic generation, or a KIP-848 record to fold."""
+    s = batch.state
+    s.coordinator_backlog.remove(item)
+    first = s.coordinator_offset < 0
+    s.coordinator_offset = item.offset
+    g = kip848.fold(batch, item, catalog) if isinstance(item, ConsumerGroupRecord) else item
+    if g is None or (first and not g.members):
+        return  # a group's first record says it is Empty (new, or all that compaction kept): nothing to record
+    _record(batch, g, catalog)
+
+
+def _record(batch: Batch, g: CoordinatorGeneration, catalog: TopicCatalog) -> None:
     """Record one generation the coordinator wrote, and check it against the project's assignor."""
     s = batch.state
-    s.coordinator_backlog.remove(g)
-    first = s.coordinator_offset < 0
-    s.coordinator_offset = g.offset
-    if first and not g.members:
-        return  # a group's first record says it is Empty (new, or all that compaction kept): nothing to record
     at = max(g.event_time, s.frontier)
     subscribed = {t for m in g.members for t in m.topics}
     topics = _with_assigned(catalog.as_of(g.event_time, subscribed), g.members)
     s.topics = topics
     if g.protocol:
         s.assignor = g.protocol
-        s.protocol = "cooperative" if g.protocol in COOPERATIVE_ASSIGNORS else "eager"
+        s.protocol = "cooperative" if g.protocol in COOPERATIVE else "eager"
     before = s.members
     members = {m.member_id: _member(m, before.get(m.member_id), at) for m in g.members}
     joined = [mid for mid in members if mid not in before]

@@ -30,6 +30,11 @@ from schemas.events import (
 
 from streaming.errors import InvalidEventError
 
+# What the group coordinator wrote (the coordinator's log source): typed inputs of their own module.
+from streaming.engine.coordinator_events import (  # noqa: F401
+    ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember,
+)
+
 COLLECTOR = "collector"
 
 _FIELDS: dict[str, Field] = {f.name: f for f in MEMBERSHIP_FIELDS}
@@ -335,66 +340,3 @@ class LagReport(NamedTuple):
     event_time: int
     lags: Mapping[str, int]
 
-
-# -- what the group coordinator wrote (``__consumer_offsets``) --------------------------------------
-
-
-def _tps(pairs) -> tuple[TopicPartition, ...]:
-    return tuple(TopicPartition(str(t), int(p)) for t, p in pairs or ())
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorMember:
-    """A member as the coordinator stored it: its subscription and its assignment (None: not sent yet)."""
-
-    member_id: str
-    topics: tuple[str, ...]
-    owned_partitions: tuple[TopicPartition, ...] = ()
-    member_generation: int = -1
-    assignment: tuple[TopicPartition, ...] | None = None
-    group_instance_id: str | None = None
-    client_id: str | None = None
-    host: str | None = None
-    rack: str | None = None
-    session_timeout_ms: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorGeneration:
-    """A classic group's generation as its coordinator recorded it (a ``GroupMetadata`` record), in
-    the log's order (``partition``, ``offset``), at ``event_time`` (the record's Kafka timestamp)."""
-
-    group_id: str
-    event_time: int
-    partition: int
-    offset: int
-    generation: int
-    protocol_type: str
-    protocol: str | None  # the assignor the group chose; None for an Empty group
-    leader: str | None
-    members: tuple[CoordinatorMember, ...]
-
-    @property
-    def event_id(self) -> str:
-        return f"__consumer_offsets-{self.partition}@{self.offset}"
-
-    def to_json(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "members"}
-        out["members"] = [{f.name: ([[tp.topic, tp.partition] for tp in v] if f.name in ("owned_partitions", "assignment")
-                                    and v is not None else list(v) if f.name == "topics" else v)
-                           for f in fields(CoordinatorMember) if (v := getattr(m, f.name)) is not None}
-                          for m in self.members]
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "CoordinatorGeneration":
-        """The job's form (:meth:`to_json`); InvalidEventError names what is missing."""
-        try:
-            members = tuple(CoordinatorMember(**{**m, "topics": tuple(m.get("topics") or ()),
-                                                 "owned_partitions": _tps(m.get("owned_partitions")),
-                                                 "assignment": _tps(m["assignment"]) if m.get("assignment") is not None
-                                                 else None})
-                            for m in data.get("members") or ())
-            return cls(**{**data, "members": members})
-        except (TypeError, KeyError, ValueError) as exc:
-            raise InvalidEventError(f"a coordinator generation that does not read back: {exc}") from None

@@ -15,7 +15,8 @@ from assignors.connect.model import ConnectAssignorState
 from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
 
 from streaming.alerting.evaluator import AlertState
-from streaming.engine.events import CoordinatorGeneration, MembershipEvent, TaskWorkload
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
+from streaming.engine.events import MembershipEvent, TaskWorkload
 
 #: How many membership event ids a group remembers to recognise redeliveries.
 SEEN_EVENT_IDS = 2_000
@@ -124,9 +125,11 @@ class GroupState:
     #: A group recorded from its coordinator's log: generations it wrote that wait for the topic
     #: catalog to cover their time (in log order), the offset of the last one applied, and the
     #: phase of that one (a cooperative group's next generation after a revocation is its follow-up).
-    coordinator_backlog: list[CoordinatorGeneration] = field(default_factory=list)
+    coordinator_backlog: list[CoordinatorGeneration | ConsumerGroupRecord] = field(default_factory=list)
     coordinator_offset: int = -1
     coordinator_phase: str | None = None
+    #: A KIP-848 group's fold of its records (:mod:`.kip848`): member -> metadata, member -> target.
+    kip848: dict = field(default_factory=dict)
 
     @property
     def coordinator_fed(self) -> bool:

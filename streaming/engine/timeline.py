@@ -45,7 +45,8 @@ from schemas.rows import TableRow
 
 from streaming.engine import connect, consumer, coordinator, live_group, membership, streams
 from streaming.engine.batch import Batch, BatchStats, Stopwatch, alert_evaluator
-from streaming.engine.events import CoordinatorGeneration, LagReport, MembershipEvent, as_map
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
+from streaming.engine.events import LagReport, MembershipEvent, as_map
 from streaming.engine.settings import EngineSettings
 from streaming.engine.state import CONNECT, STREAMS, GroupState
 from streaming.engine.topic_catalog import TopicCatalog
@@ -57,7 +58,7 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
             heartbeat_times: Sequence[int], settings: EngineSettings, *, watermark_ms: int | None = None,
             stopwatch: Stopwatch | None = None, lag_reports: Iterable[LagReport] = (),
             heartbeat_progress: Mapping[str, Mapping[str, int]] | None = None,
-            coordinator_generations: Iterable[CoordinatorGeneration] = (),
+            coordinator_generations: Iterable[CoordinatorGeneration | ConsumerGroupRecord] = (),
             topic_catalog: TopicCatalog | None = None,
             ) -> tuple[list[TableRow], BatchStats]:
     """Apply one batch of a group's events to ``state``; return the rows for the tables and the counts.
@@ -71,8 +72,8 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
     * ``heartbeat_progress``: member -> its latest lags in this batch, taken as of the member's
       newest heartbeat time in this batch (or the group's newest, if it has none here).
 
-    ``coordinator_generations``: generations the group's coordinator wrote (any order; the log's
-    order is restored), measured against ``topic_catalog``.
+    ``coordinator_generations``: generations the group's coordinator wrote, or the KIP-848 records
+    they are folded from (any order; the log's order is restored), measured against ``topic_catalog``.
     """
     batch = Batch(state, settings, stopwatch)
     s = state
@@ -145,7 +146,7 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
 
 
 def _run_until(batch: Batch, safe: int, due: list[MembershipEvent], reports: list[list],
-               recorded: list[CoordinatorGeneration] = (), catalog: TopicCatalog | None = None) -> None:
+               recorded: list = (), catalog: TopicCatalog | None = None) -> None:
     """Apply, in event-time order up to ``safe``: events, lag reports, expiries, rebalances,
     alert deadlines and the coordinator's generations (in log order). At equal times: alert
     deadlines first (a window closes at its end), then a rebalance (a deadline at t takes the
@@ -175,7 +176,7 @@ def _run_until(batch: Batch, safe: int, due: list[MembershipEvent], reports: lis
         elif next_rebalance <= next_input and next_rebalance <= next_expiry:
             _rebalance(batch, int(next_rebalance))
         elif next_recorded <= next_input and next_recorded <= next_expiry:
-            coordinator.apply_generation(batch, recorded[k], catalog)
+            coordinator.apply_recorded(batch, recorded[k], catalog)
             k += 1
         elif next_report <= next_event and next_report <= next_expiry:
             member_id, at, lags = reports[j]

@@ -11,8 +11,11 @@ Arrow function on the executors) into the operator's input columns
   :class:`~streaming.engine.events.CoordinatorGeneration`;
 * a record that cannot be decoded (an unknown type or version, a truncated value, garbage) becomes
   a refused row with the decoder's reason, bound for ``rejected_events``; the job keeps running;
-* everything else (KIP-848, share and Streams groups' records, tombstones, Connect groups) is
-  decoded and set aside for now.
+* a KIP-848 consumer group's records of types 3, 5, 6 and 7 (tombstones included) become
+  :data:`COORDINATOR` rows too, whose payload is a
+  :class:`~streaming.engine.coordinator_events.ConsumerGroupRecord` (the engine folds them);
+* everything else (offset commits that got this far, members' current assignments (type 8), share
+  and KIP-1071 Streams groups' records, classic tombstones, Connect groups) is decoded and set aside.
 
 The topic-metadata topic (:mod:`streaming.feeds.topic_metadata`) is read beside it: each
 description becomes a :data:`TOPIC_METADATA` row that the job hands to every state bucket.
@@ -23,10 +26,10 @@ from __future__ import annotations
 import json
 from typing import Iterator
 
-from streaming.coordinator_log import CoordinatorRecordError, RecordType, decode
+from streaming.coordinator_log import CoordinatorRecordError, RecordType, decode, kafka_uuid
 from streaming.coordinator_log.consumer_protocol import STICKY, StickyUserData
 from streaming.coordinator_log.records import GroupMetadataValue
-from streaming.engine.events import CoordinatorGeneration, CoordinatorMember
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember
 from assignors import TopicPartition
 
 #: Operator input kinds of this source's rows.
@@ -100,13 +103,42 @@ def input_row(key: bytes | None, value: bytes | None, topic: str, partition: int
                   "raw_value": _shown(value), "event_time": timestamp, "kafka_timestamp": timestamp}
         return {"group_key": group_id or "", "kind": COORDINATOR, "member_id": None, "event_time": timestamp,
                 "reject_reason": f"undecodable coordinator record: {exc}", "payload": json.dumps(source)}
-    if record.type != RecordType.GROUP_METADATA or record.value is None:
+    if record.type == RecordType.GROUP_METADATA and record.value is not None:
+        item = generation_of(record.group_id, record.value, partition, offset, timestamp)
+    elif record.type in KIP848_TYPES:
+        item = kip848_record_of(record, partition, offset, timestamp)
+    else:
         return None
-    generation = generation_of(record.group_id, record.value, partition, offset, timestamp)
-    if generation is None:
+    if item is None:
         return None
     return {"group_key": record.group_id, "kind": COORDINATOR, "member_id": None, "event_time": timestamp,
-            "reject_reason": None, "payload": json.dumps(generation.to_json(), separators=(",", ":"))}
+            "reject_reason": None, "payload": json.dumps(item.to_json(), separators=(",", ":"))}
+
+
+#: The KIP-848 records the engine folds: group epoch, member metadata, target epoch, member target.
+KIP848_TYPES = frozenset({RecordType.CONSUMER_GROUP_METADATA, RecordType.CONSUMER_GROUP_MEMBER_METADATA,
+                          RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                          RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER})
+
+
+def kip848_record_of(record, partition: int, offset: int, timestamp: int) -> ConsumerGroupRecord:
+    """A KIP-848 record as the engine's input (topic ids in Kafka's printed form)."""
+    v = record.value
+    common = {"group_id": record.group_id, "event_time": timestamp, "partition": partition, "offset": offset,
+              "record_type": int(record.type), "member_id": getattr(record.key, "member_id", None),
+              "tombstone": v is None}
+    if v is None:
+        return ConsumerGroupRecord(**common)
+    if record.type == RecordType.CONSUMER_GROUP_METADATA:
+        return ConsumerGroupRecord(**common, epoch=v.epoch)
+    if record.type == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
+        return ConsumerGroupRecord(**common, epoch=v.assignment_epoch)
+    if record.type == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
+        return ConsumerGroupRecord(**common, target={kafka_uuid(t.topic_id): tuple(t.partitions)
+                                                     for t in v.topic_partitions})
+    return ConsumerGroupRecord(**common, topics=tuple(v.subscribed_topic_names), server_assignor=v.server_assignor,
+                               group_instance_id=v.instance_id, client_id=v.client_id, host=v.client_host,
+                               rack=v.rack_id)
 
 
 def decode_batches(batches) -> Iterator:

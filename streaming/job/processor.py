@@ -31,7 +31,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from schemas.rows import RejectedEventRow, TableRow
 
 from streaming.engine import EngineSettings, LagReport, MembershipEvent, advance, next_deadline
-from streaming.engine.events import CoordinatorGeneration
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
 from streaming.errors import InvalidEventError
 from streaming.job.offsets_source import COORDINATOR, TOPIC_METADATA
 from streaming.job.operator_input import CLOCK
@@ -180,8 +180,7 @@ class GroupProcessor(StatefulProcessor):
             # Heartbeats, the bulk, stay arrays: they never become Python objects.
             membership = positions[(kinds == MEMBERSHIP) & ~refused]
             heartbeats = positions[(kinds == HEARTBEAT) & ~refused]
-            recorded = [CoordinatorGeneration.from_json(json.loads(columns.payloads[i]))
-                        for i in positions[(kinds == COORDINATOR) & ~refused]]
+            recorded = [_recorded(json.loads(columns.payloads[i])) for i in positions[(kinds == COORDINATOR) & ~refused]]
             events = []
             for i in membership:
                 try:
@@ -214,6 +213,11 @@ class GroupProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+def _recorded(payload: dict) -> CoordinatorGeneration | ConsumerGroupRecord:
+    """A coordinator row's payload (streaming.job.offsets_source) as the engine's input."""
+    return (ConsumerGroupRecord if "record_type" in payload else CoordinatorGeneration).from_json(payload)
 
 
 class BucketRows:

@@ -184,10 +184,10 @@ def test_offset_commits_and_other_groups_records_are_set_aside():
     rows = load()
     kinds = defaultdict(set)
     for r in rows:
-        if r["source"].startswith("captured"):
-            row = input_row(r["key"], r["value"], TOPIC, 0, 0, T0)
-            kinds[r["kafka"].get("type")].add(None if row is None else row["kind"])
-    assert kinds[1] == {None} and kinds[5] == {None} and kinds[2] >= {COORDINATOR}
+        row = input_row(r["key"], r["value"], TOPIC, 0, 0, T0)
+        kinds[r["kafka"].get("type")].add(None if row is None else row["kind"])
+    assert kinds[1] == {None} and kinds[8] == {None} and kinds[19] == {None}  # commits, current assignments, KIP-1071
+    assert kinds[2] >= {COORDINATOR} and kinds[5] == kinds[7] == {COORDINATOR}
 
 
 def _frame(rows: list[dict]):
@@ -235,3 +235,64 @@ def test_the_offsets_topic_section():
     assert same.offsets_topic.source_options(same.kafka)["kafka.security.protocol"] == "SSL"
     with pytest.raises(ConfigError, match="offsets_topic.enable"):
         parse_config({"offsets_topic": {"enable": True}})
+
+
+# -- KIP-848 groups ---------------------------------------------------------------------------------
+
+
+def _kip848(group_id: str):
+    """The captured KIP-848 group's records as engine inputs, and a catalog naming its topic ids (the
+    capture's topics: ``<group>-t`` with 6 partitions, ``<group>-t2`` with 2)."""
+    from streaming.job.processor import _recorded
+
+    records = [_recorded(json.loads(r["payload"])) for r in CAPTURED[group_id]]
+    sizes: dict[str, int] = {}
+    for r in records:
+        for topic_id, ps in (r.target or {}).items() if hasattr(r, "target") else ():
+            sizes[topic_id] = max(sizes.get(topic_id, 0), max(ps) + 1)
+    names = {6: f"{group_id}-t", 2: f"{group_id}-t2"}
+    catalog = TopicCatalog()
+    catalog.apply({"event_time": T0 - 1, "topics": [{"name": names[n], "partitions": n, "topic_id": topic_id}
+                                                     for topic_id, n in sizes.items()]})
+    catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
+    return records, catalog, {v: k for k, v in sizes.items()}
+
+
+@pytest.mark.parametrize("group_id, assignor", [("cap-kip848-uniform", "uniform"),
+                                                ("cap-kip848-range", "server-range")])
+def test_a_kip848_group_has_one_generation_per_target_epoch_with_each_members_real_target(group_id, assignor):
+    records, catalog, _ = _kip848(group_id)
+    rows, state = _run(group_id, [records], catalog)
+    epochs = [r.epoch for r in records if r.record_type == 6]
+    metrics = _table(rows, tables.BALANCE_METRICS)
+    # Every target-assignment epoch, then Empty at the group epoch of the last leave.
+    last_group_epoch = [r.epoch for r in records if r.record_type == 3][-1]
+    assert [m["generation"] for m in metrics] == epochs + [last_group_epoch]
+    assert {(m["assignor"], m["protocol"]) for m in metrics} == {(assignor, "cooperative")}
+    # The target per member is the fold of the type-7 records up to the epoch's type-6 record.
+    expected: dict[int, dict] = {}
+    targets: dict[str, set] = {}
+    for r in records:
+        if r.record_type == 7:
+            if r.tombstone:
+                targets.pop(r.member_id, None)
+            else:
+                targets[r.member_id] = {(catalog.name_of(t), p) for t, ps in r.target.items() for p in ps}
+        if r.record_type == 6:
+            expected[r.epoch] = {m: frozenset(tps) for m, tps in targets.items()}
+    got: dict[int, dict] = defaultdict(dict)
+    for a in _table(rows, tables.ASSIGNMENTS):
+        got[a["generation"]][a["member_id"]] = frozenset((p["topic"], p["partition"]) for p in a["partitions"])
+    assert {e: got[e] for e in epochs} == expected
+    checks = _table(rows, tables.ASSIGNMENT_CHECKS)
+    assert [c["generation"] for c in checks] == epochs
+    assert all(c["agrees"] and c["computed_assignor"] == assignor for c in checks), checks
+    assert state.kip848 == {"members": {}, "targets": {}}
+
+
+def test_a_kip848_fold_does_not_depend_on_batch_boundaries():
+    records, catalog, _ = _kip848("cap-kip848-uniform")
+    whole, _ = _run("g", [records], catalog)
+    cut = [records[i:i + 3] for i in range(0, len(records), 3)]
+    split, _ = _run("g", cut, catalog)
+    assert [r.to_json() for r in split] == [r.to_json() for r in whole]
