@@ -22,6 +22,9 @@ class OffsetsTopicConfig:
     topic: str = "__consumer_offsets"
     #: "earliest": each group's latest state that compaction kept, then everything after it.
     starting_offsets: str = "earliest"
+    #: Records of the log per micro-batch when catching up (0 = no limit): offset commits, nearly all
+    #: of it, are dropped cheaply, but a big cluster's log read from the earliest offset is large.
+    max_offsets_per_trigger: int = 2_000_000
     #: On the monitor's cluster: where the job's publisher writes the observed cluster's topics.
     metadata_topic: str = "rebalance.topic-metadata"
     #: Seconds between two descriptions of the observed cluster's topics (0: only at start).
@@ -39,6 +42,8 @@ class OffsetsTopicConfig:
                 # The coordinator writes a transactional offset commit's records before its marker:
                 # only committed ones are history.
                 "kafka.isolation.level": "read_committed", "kafka.fetch.max.wait.ms": "50"}
+        if self.max_offsets_per_trigger > 0:
+            opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         inherited = {} if self.bootstrap_servers else kafka.options  # the monitor's cluster: its settings
         for key, value in {**inherited, **self.options}.items():
             opts[key if key.startswith("kafka.") else f"kafka.{key}"] = str(value)

@@ -66,11 +66,12 @@ def apply_recorded(batch: Batch, item: Recorded, catalog: TopicCatalog) -> None:
     """Apply one record of the backlog: a classic generation, or a KIP-848 record to fold."""
     s = batch.state
     s.coordinator_backlog.remove(item)
-    first = s.coordinator_offset < 0
     s.coordinator_offset = item.offset
     g = kip848.fold(batch, item, catalog) if isinstance(item, ConsumerGroupRecord) else item
-    if g is None or (first and not g.members):
-        return  # a group's first record says it is Empty (new, or all that compaction kept): nothing to record
+    if g is None or (not g.members and s.generation == 0):
+        # Empty before any generation was recorded: a new group, all that compaction kept of an idle
+        # one, or a group of another kind (Connect) going Empty: nothing happened here to record.
+        return
     _record(batch, g, catalog)
 
 

@@ -156,7 +156,7 @@ class GroupProcessor(StatefulProcessor):
                 rows, _ = self._advance(bucket, group_id, [], [], [], watermark)
                 out.extend(output_row(r) for r in rows)
         self._save_bucket(bucket)
-        accepted = ~columns.refused & (columns.kinds != CLOCK)
+        accepted = ~columns.refused & (columns.kinds != CLOCK) & (columns.kinds != TOPIC_METADATA)
         if accepted.any():  # for the job's lag in event time (ingest_metrics, the progress line)
             stats["max_event_time"] = int(columns.event_times[accepted].max())
         # One stats row for the bucket, not one per group: the sink only sums them (ingest_metrics).

@@ -296,3 +296,11 @@ def test_a_kip848_fold_does_not_depend_on_batch_boundaries():
     cut = [records[i:i + 3] for i in range(0, len(records), 3)]
     split, _ = _run("g", cut, catalog)
     assert [r.to_json() for r in split] == [r.to_json() for r in whole]
+
+
+def test_groups_this_source_does_not_record_leave_no_generation_when_they_go_empty():
+    for group_id in ("cap-connect-eager", "cap-connect-sessioned"):
+        gens = _generations(group_id)
+        assert gens and all(not g.members for g in gens)  # only their Empty records reach the engine
+        rows, state = _run(group_id, [gens], _catalog_for(gens))
+        assert rows == [] and state.generation == 0
