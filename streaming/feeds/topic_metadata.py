@@ -63,13 +63,14 @@ class TopicMetadataPublisher:
     """Describes the observed cluster's topics and writes each description to the monitor's topic."""
 
     def __init__(self, source_admin: Mapping[str, str], monitor_bootstrap: str, monitor_options: Mapping[str, str],
-                 topic: str, interval_s: float, clock: Callable[[], float] = time.time):
+                 topic: str, interval_s: float, clock: Callable[[], float] = time.time, *, admin=None,
+                 producer=None):
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
-        self._admin = AdminClient(dict(source_admin))
-        self._producer = Producer({"bootstrap.servers": monitor_bootstrap, **monitor_options,
-                                   "enable.idempotence": True, "linger.ms": 0})
+        self._admin = admin or AdminClient(dict(source_admin))
+        self._producer = producer or Producer({"bootstrap.servers": monitor_bootstrap, **monitor_options,
+                                               "enable.idempotence": True, "linger.ms": 0})
         self.topic = topic
         self.interval_s = interval_s
         self._clock = clock

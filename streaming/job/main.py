@@ -179,9 +179,18 @@ def _start_topic_metadata(config: Config):
     source, kafka = config.offsets_topic, config.kafka
     # One partition: the descriptions stay in the order they were made.
     ensure_topics(kafka.bootstrap_servers, [source.metadata_topic], partitions=1, options=dict(kafka.options))
+    from streaming.errors import BrokerUnreachableError
+
     publisher = TopicMetadataPublisher(source.admin_options(kafka), kafka.bootstrap_servers, dict(kafka.options),
                                        source.metadata_topic, source.metadata_interval_s)
-    publisher.start()
+    try:
+        publisher.start()
+    except Exception as exc:  # confluent-kafka's KafkaException, a timeout: one line that says what to check
+        publisher.close()
+        raise BrokerUnreachableError(
+            f"the observed cluster at {source.bootstrap(kafka)} could not be described ({exc}): check "
+            "offsets_topic.bootstrap_servers, [offsets_topic.options] and the Describe permission on its topics"
+        ) from None
     return publisher
 
 
