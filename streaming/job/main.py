@@ -142,12 +142,12 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
         ensure_input_topics(spark, config.kafka)
         if stop.requested:
             return 0
+        publisher = _start_topic_metadata(spark, config)
         dispatcher = None
         if config.alerts.webhook is not None:
             from streaming.alerting.delivery import AlertDispatcher
 
             dispatcher = AlertDispatcher(config.alerts.webhook, config.alerts.outbox_dir(config.output))
-        publisher = _start_topic_metadata(config)
         try:
             with _observed(spark, config) as (accounts, metrics):
                 for attempt in range(1, START_ATTEMPTS + 1):
@@ -168,30 +168,27 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
                 dispatcher.close()
 
 
-def _start_topic_metadata(config: Config):
+def _start_topic_metadata(spark, config: Config):
     """With the coordinator's log as a source: its topic-metadata topic, and the publisher that
     describes the observed cluster's topics into it (already once when this returns)."""
     if not config.offsets_topic.enabled:
         return None
-    from streaming.feeds.kafka_io import ensure_topics
-    from streaming.feeds.topic_metadata import TopicMetadataPublisher
-
-    source, kafka = config.offsets_topic, config.kafka
-    # One partition: the descriptions stay in the order they were made.
-    ensure_topics(kafka.bootstrap_servers, [source.metadata_topic], partitions=1, options=dict(kafka.options))
     from streaming.errors import BrokerUnreachableError
+    from streaming.job.preflight import _java_cause, ensure_metadata_topic
+    from streaming.job.topic_metadata import publisher
 
-    publisher = TopicMetadataPublisher(source.admin_options(kafka), kafka.bootstrap_servers, dict(kafka.options),
-                                       source.metadata_topic, source.metadata_interval_s)
+    source = config.offsets_topic
+    ensure_metadata_topic(spark, config.kafka, source.metadata_topic)
+    described = publisher(spark, config)
     try:
-        publisher.start()
-    except Exception as exc:  # confluent-kafka's KafkaException, a timeout: one line that says what to check
-        publisher.close()
+        described.start()
+    except Exception as exc:  # a timeout, a refused authentication: one line that says what to check
+        described.close()
         raise BrokerUnreachableError(
-            f"the observed cluster at {source.bootstrap(kafka)} could not be described ({exc}): check "
-            "offsets_topic.bootstrap_servers, [offsets_topic.options] and the Describe permission on its topics"
-        ) from None
-    return publisher
+            f"the observed cluster at {source.bootstrap(config.kafka)} could not be described, or its description "
+            f"not written to {source.metadata_topic} ({_java_cause(exc)}): check offsets_topic.bootstrap_servers, "
+            "[offsets_topic.options] and the Describe permission on its topics") from None
+    return described
 
 
 @contextlib.contextmanager

@@ -306,55 +306,24 @@ def test_groups_this_source_does_not_record_leave_no_generation_when_they_go_emp
         assert rows == [] and state.generation == 0
 
 
-class _Admin:
-    """confluent-kafka's AdminClient as the publisher uses it, over a dict of topic -> partitions."""
-
-    def __init__(self, topics: dict[str, int]):
-        self.topics = topics
-
-    def list_topics(self, timeout):
-        from types import SimpleNamespace
-
-        return SimpleNamespace(topics=dict.fromkeys(self.topics))
-
-    def describe_topics(self, collection, request_timeout):
-        from concurrent.futures import Future
-        from types import SimpleNamespace
-
-        out = {}
-        for name in collection.topic_names:
-            f = Future()
-            f.set_result(SimpleNamespace(name=name, partitions=list(range(self.topics[name])), topic_id=None))
-            out[name] = f
-        return out
-
-
-class _Producer:
-    def __init__(self):
-        self.sent = []
-
-    def produce(self, topic, key, value, on_delivery):
-        self.sent.append((topic, key, json.loads(value)))
-
-    def flush(self, timeout):
-        return 0
-
-
 def test_the_publisher_writes_a_full_description_when_something_changed_else_a_marker():
     from streaming.feeds.topic_metadata import TopicMetadataPublisher
 
-    admin, producer, now = _Admin({"orders": 6, "__consumer_offsets": 50}), _Producer(), iter([1.0, 2.0, 3.0])
-    publisher = TopicMetadataPublisher({}, "", {}, "meta", 0, clock=lambda: next(now), admin=admin, producer=producer)
+    cluster = {"orders": 6, "__consumer_offsets": 50}
+    sent, now = [], iter([1.0, 2.0, 3.0])
+    publisher = TopicMetadataPublisher(lambda: [{"name": n, "partitions": p, "topic_id": None} for n, p in cluster.items()],
+                                       lambda key, value: sent.append((key, json.loads(value))), 0,
+                                       clock=lambda: next(now))
     publisher.publish_once()
     publisher.publish_once()
-    admin.topics["payments"] = 3
+    cluster["payments"] = 3
     publisher.publish_once()
-    assert [v for _, _, v in producer.sent] == [
+    assert [v for _, v in sent] == [
         {"event_time": 1000, "topics": [{"name": "orders", "partitions": 6, "topic_id": None}]},
         {"event_time": 2000, "unchanged": True},
         {"event_time": 3000, "topics": [{"name": "orders", "partitions": 6, "topic_id": None},
                                         {"name": "payments", "partitions": 3, "topic_id": None}]}]
     catalog = TopicCatalog()
-    for _, _, v in producer.sent:
+    for _, v in sent:
         catalog.apply(v)
     assert {n: t.partitions for n, t in catalog.as_of(2500, ["orders", "payments"]).items()} == {"orders": 6}
