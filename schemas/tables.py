@@ -25,7 +25,9 @@ PARTITION_DIFFERENCE = Struct((("topic", "string"), ("partition", "int"), ("comp
 
 _GEN = (
     Field("group_id", "string", "The group.", required=True),
-    Field("generation", "long", "The generation, counted by the monitor from 1.", required=True),
+    Field("generation", "long", "The generation, counted by the monitor from 1; for a group recorded from the "
+          "coordinator's log, the coordinator's own number (classic) or target-assignment epoch (KIP-848).",
+          required=True),
     Field("event_time", "long", "Event time (epoch ms) at which the generation completed.", required=True),
 )
 
@@ -36,7 +38,8 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("partitions", Array(TOPIC_PARTITION), "What the member holds after this generation."),
         Field("assignor", "string", "Assignor that computed it (Kafka name).", required=True),
         Field("protocol", "string", "eager or cooperative.", required=True),
-        Field("trigger", "string", "join, leave, update, workload, expiry or cooperative_followup; "
+        Field("trigger", "string", "join, leave, update, workload, expiry or cooperative_followup (from the "
+              "coordinator's log also static_rejoin, or unknown when no member changed); "
               "probing_rebalance (Kafka Streams, warm-ups in flight) or scheduled_rebalance (Kafka Connect: "
               "lost work's delay or the back-off between revoking rounds expired).", required=True),
         Field("phase", "string", "complete; revocation (a cooperative round that withholds moving "
@@ -144,8 +147,11 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("reason", "string", "What is wrong with it.", required=True),
     ),
     ASSIGNMENT_CHECKS: (
-        Field("group_id", "string", "A group the collector observes in a live cluster.", required=True),
-        Field("generation", "long", "The monitor's generation compared (its own count, not the coordinator's).", required=True),
+        Field("group_id", "string", "A group the collector observes in a live cluster, or one recorded from "
+              "the coordinator's log.", required=True),
+        Field("generation", "long", "The monitor's generation compared (its own count, not the coordinator's); "
+              "from the coordinator's log, the coordinator's generation (or KIP-848 epoch) checked: the "
+              "project's assignor on the inputs it recorded, against the assignment it recorded.", required=True),
         Field("event_time", "long", "Event time of the newest observation or generation in the comparison.", required=True),
         Field("agrees", "boolean", "The monitor's computed assignment equals the group's actual one: "
               "every partition has the same owner and both sides have the same members.", required=True),

@@ -20,6 +20,7 @@ from streaming.errors import ConfigError
 from streaming.paths import conf_dir
 from streaming.redaction import mask_secrets
 from streaming.storage import StorageConfig
+from streaming.source_config import OffsetsTopicConfig
 
 DEFAULT_CONFIG_FILE = "rebalance-monitor.toml"
 #: What Spark's processing-time trigger reads: a number and a unit ("2 seconds", "500 milliseconds").
@@ -199,6 +200,7 @@ class Config:
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    offsets_topic: OffsetsTopicConfig = field(default_factory=OffsetsTopicConfig)
 
     def engine_settings(self) -> EngineSettings:
         """What the per-group engine needs: the [job] timings and the alert rules."""
@@ -217,8 +219,10 @@ class Config:
 
 
 _SECTIONS = {"kafka": KafkaConfig, "output": OutputConfig, "job": JobConfig, "spark": SparkConfig,
-             "metrics": MetricsConfig}
-_FREE_FORM = {("kafka", "options"), ("spark", "conf")}
+             "metrics": MetricsConfig, "offsets_topic": OffsetsTopicConfig}
+_FREE_FORM = {("kafka", "options"), ("spark", "conf"), ("offsets_topic", "options")}
+#: Strings whose empty value means "as elsewhere" (the offsets topic's cluster: the [kafka] one).
+_MAY_BE_EMPTY = {("offsets_topic", "bootstrap_servers")}
 
 
 def _check_type(path: str, value: Any, expected: Any) -> Any:
@@ -265,6 +269,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
                 if not isinstance(item, Mapping):
                     raise ConfigError(f"{path}: must be a table of settings")
                 values[key] = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in item.items()}
+            elif (name, key) in _MAY_BE_EMPTY and item == "":
+                values[key] = item
             else:
                 values[key] = _check_type(path, item, known[key].type)
         try:

@@ -2,9 +2,10 @@
 
 Starts the embedded broker unless one already answers, simulates a few minutes of traffic from a
 handful of groups (consumer groups eager and cooperative, static members that bounce, members that
-crash, a Kafka Streams application and a Kafka Connect cluster, a few malformed records), runs the
-job until everything is in Delta, prints what landed with a few SQL queries, and stops whatever it
-started.
+crash, a Kafka Streams application and a Kafka Connect cluster, a few malformed records), plays a
+few real librdkafka consumer groups on the broker (recorded from the coordinator's own log,
+``__consumer_offsets``), runs the job until everything is in Delta, prints what landed with a few
+SQL queries, and stops whatever it started.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ SUMMARY_QUERIES = (
      """SELECT group_id, rule, subject, severity, status, from_unixtime(fired_at / 1000) AS fired,
                from_unixtime(resolved_at / 1000) AS resolved, value, threshold
         FROM alerts ORDER BY fired_at, status"""),
+    ("Real groups, recorded from the coordinator's log: each generation and the project's assignor's check",
+     """SELECT b.group_id, b.generation, b.trigger, b.phase, b.members, b.moved, b.unassigned, c.agrees
+        FROM balance_metrics b LEFT JOIN assignment_checks c USING (group_id, generation)
+        WHERE b.group_id LIKE 'demo-real-%' ORDER BY b.group_id, b.generation"""),
     ("Refused records, by reason",
      """SELECT reason, count(*) AS records FROM rejected_events GROUP BY reason ORDER BY records DESC"""),
 )
@@ -55,6 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--driver-memory", default=DEMO_DRIVER_MEMORY, metavar="SIZE",
                         help=f"the Spark driver's heap for the demo (default {DEMO_DRIVER_MEMORY}; the job's "
                              "own default is sized for groups of 10,000 members)")
+    parser.add_argument("--real-groups", action=argparse.BooleanOptionalAction, default=True,
+                        help="also play real consumer groups, recorded from __consumer_offsets (default: on)")
     parser.add_argument("--keep", action="store_true",
                         help="keep what earlier demos left (topics, checkpoint, tables) instead of starting clean")
     parser.set_defaults(handler=_run)
@@ -88,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
                   "--seed", str(start_ms % 1000)])
         if rc != 0:
             return rc
+        config = _with_real_groups(config, args.real_groups)
 
         from streaming.job.main import configure_logging, run
 
@@ -103,6 +111,23 @@ def _run(args: argparse.Namespace) -> int:
             print("stopped the embedded broker", flush=True)
 
 
+def _with_real_groups(config, enabled: bool):
+    """Play a few real librdkafka groups (range, cooperative-sticky) on the broker and turn the
+    offsets-topic source on, from where the log ended before they started."""
+    if not enabled:
+        return config
+    from dataclasses import replace
+
+    from streaming.feeds.live_groups import offsets_topic_end, play
+
+    kafka = config.kafka
+    start = offsets_topic_end(kafka.bootstrap_servers)
+    print("playing real consumer groups (range, cooperative-sticky) on the broker ...", flush=True)
+    play(kafka.bootstrap_servers, f"demo-real-{int(time.time())}")
+    return replace(config, offsets_topic=replace(config.offsets_topic, enabled=True, starting_offsets=start,
+                                                 metadata_interval_s=0))
+
+
 def _start_clean(config) -> None:
     """Remove what an earlier demo left: its topics on the embedded broker, the checkpoint and the
     tables. Otherwise a second demo read the first one's events again (one group showed as both a
@@ -114,7 +139,8 @@ def _start_clean(config) -> None:
     from streaming.feeds.kafka_io import delete_topics
 
     kafka = config.kafka
-    deleted = delete_topics(kafka.bootstrap_servers, [kafka.membership_topic, kafka.heartbeat_topic])
+    deleted = delete_topics(kafka.bootstrap_servers, [kafka.membership_topic, kafka.heartbeat_topic,
+                                                      config.offsets_topic.metadata_topic])
     root = Path(config.output.table_path("x")).parent
     tables = [t for t in TABLES if (root / t).exists()]
     for table in tables:

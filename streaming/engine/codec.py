@@ -18,12 +18,15 @@ from assignors.connect.model import ConnectAssignorState, ConnectorTaskId
 from assignors.model import topic_id_from_string, topic_id_string
 
 from streaming.alerting.evaluator import AlertState
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
 from streaming.engine.events import MembershipEvent, TaskWorkload
 from streaming.engine.state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
 
+#: 5: groups recorded from the coordinator's log (backlog, offset, phase); 4 is read as 5 without them.
 #: 4: Streams/Connect groups (member task metadata, task workload and assignment, lags, Connect
 #: leader state, scheduled rebalance) and their alert state; 3 had no alert state.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
+_READABLE_VERSIONS = (4, 5)
 _LEADER_SETS = ("previous_connectors", "previous_revoked_connectors", "previous_members")
 _LEADER_TASK_SETS = ("previous_tasks", "previous_revoked_tasks")
 
@@ -132,13 +135,17 @@ def encode_state(state: GroupState) -> bytes:
         "connect_leader": state.connect_leader,
         "connect_leader_state": _encode_leader_state(state.connect_leader_state),
         "scheduled": _encode_pending(state.scheduled),
+        "coordinator_backlog": [g.to_json() for g in state.coordinator_backlog],
+        "kip848": state.kip848,
+        "coordinator_offset": state.coordinator_offset,
+        "coordinator_phase": state.coordinator_phase,
     }
     return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
 
 
 def decode_state(blob: bytes) -> GroupState:
     data = json.loads(zlib.decompress(blob))
-    if data.get("v") != FORMAT_VERSION:
+    if data.get("v") not in _READABLE_VERSIONS:
         raise ValueError(f"group state format {data.get('v')!r} is not {FORMAT_VERSION}: "
                          f"this job cannot read a checkpoint written by another version")
     members = {}
@@ -177,4 +184,9 @@ def decode_state(blob: bytes) -> GroupState:
         connect_leader=data["connect_leader"],
         connect_leader_state=_decode_leader_state(data["connect_leader_state"]),
         scheduled=_decode_pending(data["scheduled"]),
+        coordinator_backlog=[(ConsumerGroupRecord if "record_type" in g else CoordinatorGeneration).from_json(g)
+                             for g in data.get("coordinator_backlog", ())],
+        kip848=data.get("kip848", {}),
+        coordinator_offset=data.get("coordinator_offset", -1),
+        coordinator_phase=data.get("coordinator_phase"),
     )

@@ -79,7 +79,7 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
         holdings=[{"member_id": mid, "partitions": [{"topic": tp.topic, "partition": tp.partition}
                                                      for tp in new_assignment.get(mid, ())]}
                   for mid in s.members],
-        revocations=_revocations(s.members, held, new_assignment, transferring, duplicates, s.topics),
+        revocations=revocations(s.members, held, new_assignment, transferring, duplicates, s.topics),
         balance=partition_balance(metrics, in_transit), assignor_ms=assignor_ms,
         needs_followup=bool(transferring), exact_mean=metrics.mean,
         group_instance_ids={mid: m.group_instance_id for mid, m in s.members.items()}))
@@ -88,7 +88,7 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
         s.check_due_at = at
 
 
-def _revocations(members: Mapping[str, Member], held: Mapping[str, list[TopicPartition]],
+def revocations(members: Mapping[str, Member], held: Mapping[str, list[TopicPartition]],
                  new_assignment: Mapping[str, list[TopicPartition]], transferring: Mapping[TopicPartition, str],
                  duplicates: set[TopicPartition], topics: Mapping) -> list[dict]:
     """Every partition a member held and no longer holds: to whom it goes, and why."""

@@ -30,6 +30,11 @@ from schemas.events import (
 
 from streaming.errors import InvalidEventError
 
+# What the group coordinator wrote (the coordinator's log source): typed inputs of their own module.
+from streaming.engine.coordinator_events import (  # noqa: F401
+    ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember,
+)
+
 COLLECTOR = "collector"
 
 _FIELDS: dict[str, Field] = {f.name: f for f in MEMBERSHIP_FIELDS}
@@ -334,3 +339,4 @@ class LagReport(NamedTuple):
     member_id: str
     event_time: int
     lags: Mapping[str, int]
+

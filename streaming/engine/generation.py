@@ -45,15 +45,20 @@ class Generation:
     group_instance_ids: Mapping[str, str | None] = field(default_factory=dict)
     #: The mean per member before rounding, for the alert rules (the table keeps 6 decimals).
     exact_mean: float | None = None
+    #: The coordinator's own generation number and phase, for a generation it recorded (the group
+    #: coordinator's log); None: the monitor counts and derives them.
+    number: int | None = None
+    phase: str | None = None
 
 
 def record_generation(batch: Batch, at: int, pending: PendingRebalance | None, gen: Generation) -> None:
     """Count ``gen`` as the group's next generation and write its rows."""
     s = batch.state
-    s.generation += 1
+    s.generation = gen.number if gen.number is not None else s.generation + 1
     s.recent_rebalances = [t for t in s.recent_rebalances if t > at - HOUR_MS] + [at]
     trigger = pending.trigger if pending else "unknown"
-    phase = "revocation" if gen.needs_followup else ("followup" if trigger == COOPERATIVE_FOLLOWUP else "complete")
+    phase = gen.phase or ("revocation" if gen.needs_followup else
+                          ("followup" if trigger == COOPERATIVE_FOLLOWUP else "complete"))
     base = {"group_id": s.group_id, "generation": s.generation, "event_time": at}
     for revocation in gen.revocations:
         batch.emit(RevocationRow(**base, **revocation))

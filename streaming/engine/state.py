@@ -15,6 +15,7 @@ from assignors.connect.model import ConnectAssignorState
 from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
 
 from streaming.alerting.evaluator import AlertState
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
 from streaming.engine.events import MembershipEvent, TaskWorkload
 
 #: How many membership event ids a group remembers to recognise redeliveries.
@@ -121,6 +122,18 @@ class GroupState:
     #: A rebalance the assignor asked for at a later event time (Streams probing rebalance,
     #: Connect scheduled rebalance); a rebalance before it replaces it.
     scheduled: PendingRebalance | None = None
+    #: A group recorded from its coordinator's log: generations it wrote that wait for the topic
+    #: catalog to cover their time (in log order), the offset of the last one applied, and the
+    #: phase of that one (a cooperative group's next generation after a revocation is its follow-up).
+    coordinator_backlog: list[CoordinatorGeneration | ConsumerGroupRecord] = field(default_factory=list)
+    coordinator_offset: int = -1
+    coordinator_phase: str | None = None
+    #: A KIP-848 group's fold of its records (:mod:`.kip848`): member -> metadata, member -> target.
+    kip848: dict = field(default_factory=dict)
+
+    @property
+    def coordinator_fed(self) -> bool:
+        return self.coordinator_offset >= 0 or bool(self.coordinator_backlog)
 
     def assignor_name(self) -> str:
         """The consumer group's assignor: as its members name it, else the protocol's default."""

@@ -28,6 +28,10 @@ events, never on how they were split into micro-batches:
   never expire here (the collector reports their departure), its assignor starts from the actual
   assignment observed before the change, and each settled observation is compared with the
   computed generation (:mod:`.live_group`).
+* A generation the coordinator wrote into its log (:mod:`.coordinator`) is recorded at its record's
+  time, in the log's order. The log of a group is one Kafka partition, read in order and in full
+  every batch, so it needs no lateness: the group's safe time moves up to its newest generation
+  whose partition counts the topic catalog knows.
 """
 
 from __future__ import annotations
@@ -39,11 +43,13 @@ import numpy as np
 
 from schemas.rows import TableRow
 
-from streaming.engine import connect, consumer, live_group, membership, streams
+from streaming.engine import connect, consumer, coordinator, live_group, membership, streams
 from streaming.engine.batch import Batch, BatchStats, Stopwatch, alert_evaluator
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
 from streaming.engine.events import LagReport, MembershipEvent, as_map
 from streaming.engine.settings import EngineSettings
 from streaming.engine.state import CONNECT, STREAMS, GroupState
+from streaming.engine.topic_catalog import TopicCatalog
 
 _REBALANCE_OF = {STREAMS: streams.rebalance, CONNECT: connect.rebalance}
 
@@ -52,6 +58,8 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
             heartbeat_times: Sequence[int], settings: EngineSettings, *, watermark_ms: int | None = None,
             stopwatch: Stopwatch | None = None, lag_reports: Iterable[LagReport] = (),
             heartbeat_progress: Mapping[str, Mapping[str, int]] | None = None,
+            coordinator_generations: Iterable[CoordinatorGeneration | ConsumerGroupRecord] = (),
+            topic_catalog: TopicCatalog | None = None,
             ) -> tuple[list[TableRow], BatchStats]:
     """Apply one batch of a group's events to ``state``; return the rows for the tables and the counts.
 
@@ -63,6 +71,9 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
       independent of batch boundaries for lags too (the job's form).
     * ``heartbeat_progress``: member -> its latest lags in this batch, taken as of the member's
       newest heartbeat time in this batch (or the group's newest, if it has none here).
+
+    ``coordinator_generations``: generations the group's coordinator wrote, or the KIP-848 records
+    they are folded from (any order; the log's order is restored), measured against ``topic_catalog``.
     """
     batch = Batch(state, settings, stopwatch)
     s = state
@@ -88,6 +99,10 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
     if watermark_ms is not None and watermark_ms > 0:
         # The job's watermark trails the stream's newest heartbeat by idle_group_grace_ms.
         safe = max(safe, watermark_ms)
+    coordinator.enqueue(batch, coordinator_generations)
+    recorded = coordinator.ready(batch, topic_catalog)
+    if recorded:  # the coordinator's log is complete up to its newest record: no lateness to wait for
+        safe = max(safe, recorded[-1].event_time, s.frontier)
 
     # Late membership events (older than what is applied) go first, at the group's current time.
     late = [e for e in fresh if e.event_time <= s.frontier]
@@ -118,7 +133,7 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
         if batch.heartbeats.expiry_of(member) <= safe:
             batch.schedule_expiry(member)
 
-    _run_until(batch, safe, due, reports)
+    _run_until(batch, safe, due, reports, recorded, topic_catalog)
 
     for member in s.members.values():
         member.last_seen = batch.heartbeats.last_seen_at(member, safe)
@@ -130,17 +145,21 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
     return batch.rows, batch.stats
 
 
-def _run_until(batch: Batch, safe: int, due: list[MembershipEvent], reports: list[list]) -> None:
-    """Apply, in event-time order up to ``safe``: events, lag reports, expiries, rebalances and
-    alert deadlines. At equal times: alert deadlines first (a window closes at its end), then a
-    rebalance (a deadline at t takes the events before t; an event at exactly t opens the next
-    one), then lag reports, events and expiries."""
+def _run_until(batch: Batch, safe: int, due: list[MembershipEvent], reports: list[list],
+               recorded: list = (), catalog: TopicCatalog | None = None) -> None:
+    """Apply, in event-time order up to ``safe``: events, lag reports, expiries, rebalances,
+    alert deadlines and the coordinator's generations (in log order). At equal times: alert
+    deadlines first (a window closes at its end), then a rebalance (a deadline at t takes the
+    events before t; an event at exactly t opens the next one), then the coordinator's
+    generations, lag reports, events and expiries."""
     s = batch.state
-    i = j = 0
+    i = j = k = 0
     while True:
         next_event = due[i].event_time if i < len(due) else math.inf
         next_report = reports[j][1] if j < len(reports) else math.inf
-        next_input = min(next_event, next_report)
+        # A record's time may step back (the coordinator's clock): the log's order wins.
+        next_recorded = max(recorded[k].event_time, s.frontier) if k < len(recorded) else math.inf
+        next_input = min(next_event, next_report, next_recorded)
         expiry = batch.expiries.next(s.members)
         next_expiry = expiry[0] if expiry else math.inf
         next_rebalance = min(s.pending.deadline if s.pending else math.inf,
@@ -156,6 +175,9 @@ def _run_until(batch: Batch, safe: int, due: list[MembershipEvent], reports: lis
             batch.alerts.at_deadline(int(next_alert))
         elif next_rebalance <= next_input and next_rebalance <= next_expiry:
             _rebalance(batch, int(next_rebalance))
+        elif next_recorded <= next_input and next_recorded <= next_expiry:
+            coordinator.apply_recorded(batch, recorded[k], catalog)
+            k += 1
         elif next_report <= next_event and next_report <= next_expiry:
             member_id, at, lags = reports[j]
             j += 1

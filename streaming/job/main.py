@@ -66,6 +66,11 @@ def build_history(spark, config: Config):
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).
     compacted = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
+    if config.offsets_topic.enabled:
+        from streaming.job.offsets_source import coordinator_rows, metadata_rows
+
+        for rows in (coordinator_rows(spark, config), metadata_rows(spark, config)):
+            compacted = compacted.unionByName(uncompacted_input(rows))
     # Spark drops rows behind the watermark before they reach the processor. Only the clock rows
     # (one per slice of heartbeats: its newest event time) have the event-time column, so the
     # watermark trails the stream's newest heartbeat by idle_group_grace_ms as before, and no record
@@ -79,6 +84,13 @@ def build_history(spark, config: Config):
     keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(config.job.state_buckets)])
     bucket_index = (F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)) + 1).cast("int")
     bucketed = watermarked.withColumn("state_bucket", F.element_at(keys, bucket_index))
+    if config.offsets_topic.enabled:
+        from streaming.job.offsets_source import TOPIC_METADATA
+
+        # A topic description goes to every bucket: each keeps the catalog its groups are measured by.
+        broadcast = (F.col("kind") == TOPIC_METADATA) & F.col("reject_reason").isNull()
+        bucketed = watermarked.withColumn("state_bucket", F.explode(
+            F.when(broadcast, keys).otherwise(F.array(F.element_at(keys, bucket_index)))))
     return bucketed.groupBy("state_bucket").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
@@ -141,6 +153,7 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
         ensure_input_topics(spark, config.kafka)
         if stop.requested:
             return 0
+        publisher = _start_topic_metadata(spark, config)
         dispatcher = None
         if config.alerts.webhook is not None:
             from streaming.alerting.delivery import AlertDispatcher
@@ -160,6 +173,8 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
                                 START_ATTEMPTS)
                 return 1
         finally:
+            if publisher is not None:
+                publisher.close()
             if dispatcher is not None:
                 # Give the webhook a moment for what this run produced; the outbox keeps the rest.
                 dispatcher.wait_until_delivered(timeout_s=10)
@@ -169,6 +184,29 @@ def run(config: Config, available_now: bool = False, extra_spark_conf: dict | No
                 # JVM's exit, a standalone or local-cluster worker relaunched them while it shut
                 # down (dozens of "Failed to launch executor" errors after a clean run).
                 spark.stop()
+
+
+def _start_topic_metadata(spark, config: Config):
+    """With the coordinator's log as a source: its topic-metadata topic, and the publisher that
+    describes the observed cluster's topics into it (already once when this returns)."""
+    if not config.offsets_topic.enabled:
+        return None
+    from streaming.errors import BrokerUnreachableError
+    from streaming.job.preflight import _java_cause, ensure_metadata_topic
+    from streaming.job.topic_metadata import publisher
+
+    source = config.offsets_topic
+    ensure_metadata_topic(spark, config.kafka, source.metadata_topic)
+    described = publisher(spark, config)
+    try:
+        described.start()
+    except Exception as exc:  # a timeout, a refused authentication: one line that says what to check
+        described.close()
+        raise BrokerUnreachableError(
+            f"the observed cluster at {source.bootstrap(config.kafka)} could not be described, or its description "
+            f"not written to {source.metadata_topic} ({_java_cause(exc)}): check offsets_topic.bootstrap_servers, "
+            "[offsets_topic.options] and the Describe permission on its topics") from None
+    return described
 
 
 @contextlib.contextmanager

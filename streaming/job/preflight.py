@@ -59,6 +59,24 @@ def ensure_input_topics(spark, kafka: KafkaConfig) -> None:
         admin.close()
 
 
+def ensure_metadata_topic(spark, kafka: KafkaConfig, topic: str) -> None:
+    """The offsets-topic source's topic-metadata topic on the monitor's cluster, with one partition
+    (its descriptions stay in the order they were made); created when missing."""
+    from dataclasses import replace
+
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    for key, value in kafka.admin_options().items():
+        props.setProperty(key, value)
+    timeout_ms, unit = int(kafka.connect_timeout_s * 1000), jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    try:
+        if topic not in set(admin.listTopics().names().get(timeout_ms, unit)):
+            _create(jvm, admin, replace(kafka, topic_partitions=1), [topic], timeout_ms, unit)
+    finally:
+        admin.close()
+
+
 def _create(jvm, admin, kafka: KafkaConfig, topics: list[str], timeout_ms: int, unit) -> None:
     optional = jvm.java.util.Optional
     replication = (optional.of(jvm.java.lang.Short.valueOf(kafka.topic_replication_factor))

@@ -31,7 +31,9 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from schemas.rows import RejectedEventRow, TableRow
 
 from streaming.engine import EngineSettings, LagReport, MembershipEvent, advance, next_deadline
+from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
 from streaming.errors import InvalidEventError
+from streaming.job.offsets_source import COORDINATOR, TOPIC_METADATA
 from streaming.job.operator_input import CLOCK
 from streaming.job.parse import HEARTBEAT, MEMBERSHIP
 from streaming.job.state_bucket import StateBucket
@@ -108,13 +110,26 @@ class GroupProcessor(StatefulProcessor):
         self.bucket_state.update((bucket.to_bytes(),))
 
     def _advance(self, bucket: StateBucket, group_id: str, events: list[MembershipEvent], beat_members: np.ndarray,
-                 beat_times: np.ndarray, watermark: int, lag_reports=()):
+                 beat_times: np.ndarray, watermark: int, lag_reports=(), recorded=()):
         """The engine's :func:`advance` on one group of ``bucket``, its new state kept in the bucket."""
         state = bucket.load(group_id)
         rows, batch_stats = advance(state, events, beat_members, beat_times, self.settings, watermark_ms=watermark,
-                                    stopwatch=time.perf_counter, lag_reports=lag_reports)
+                                    stopwatch=time.perf_counter, lag_reports=lag_reports,
+                                    coordinator_generations=recorded, topic_catalog=bucket.catalog)
         bucket.save(state, next_deadline(state, self.settings))
+        if state.coordinator_backlog:
+            bucket.waiting.add(group_id)
+        else:
+            bucket.waiting.discard(group_id)
         return rows, batch_stats
+
+    def _describe_topics(self, bucket: StateBucket, columns: "BucketRows") -> bool:
+        """Add this batch's topic descriptions to the bucket's catalog, oldest first; True if any."""
+        rows = np.flatnonzero((columns.kinds == TOPIC_METADATA) & ~columns.refused)
+        descriptions = sorted((json.loads(columns.payloads[i]) for i in rows), key=lambda d: d["event_time"])
+        applied = [bucket.catalog.apply(d) for d in descriptions]
+        bucket.changed = bucket.changed or any(applied)
+        return any(applied)
 
     # -- Spark's callbacks ----------------------------------------------------------------------
 
@@ -128,6 +143,7 @@ class GroupProcessor(StatefulProcessor):
         # Columns become NumPy arrays once per bucket; each group is then a set of row positions.
         # (Slicing the DataFrame per group cost more than the engine itself.)
         columns = BucketRows(batch)
+        described = self._describe_topics(bucket, columns)
         # One slice per group, in a stable order (the bucket's rows arrive in no particular order).
         order = np.argsort(columns.group_keys, kind="stable")
         keys_sorted = columns.group_keys[order]
@@ -135,8 +151,12 @@ class GroupProcessor(StatefulProcessor):
         for rows_of_group in np.split(order, bounds):
             out.extend(self._group_rows(str(columns.group_keys[rows_of_group[0]]), columns, rows_of_group,
                                         watermark, bucket, stats))
+        if described:  # recorded generations that waited for these descriptions
+            for group_id in sorted(bucket.waiting - set(columns.group_keys.tolist())):
+                rows, _ = self._advance(bucket, group_id, [], [], [], watermark)
+                out.extend(output_row(r) for r in rows)
         self._save_bucket(bucket)
-        accepted = ~columns.refused & (columns.kinds != CLOCK)
+        accepted = ~columns.refused & (columns.kinds != CLOCK) & (columns.kinds != TOPIC_METADATA)
         if accepted.any():  # for the job's lag in event time (ingest_metrics, the progress line)
             stats["max_event_time"] = int(columns.event_times[accepted].max())
         # One stats row for the bucket, not one per group: the sink only sums them (ingest_metrics).
@@ -160,6 +180,7 @@ class GroupProcessor(StatefulProcessor):
             # Heartbeats, the bulk, stay arrays: they never become Python objects.
             membership = positions[(kinds == MEMBERSHIP) & ~refused]
             heartbeats = positions[(kinds == HEARTBEAT) & ~refused]
+            recorded = [_recorded(json.loads(columns.payloads[i])) for i in positions[(kinds == COORDINATOR) & ~refused]]
             events = []
             for i in membership:
                 try:
@@ -169,7 +190,7 @@ class GroupProcessor(StatefulProcessor):
                     stats["rejected"] += 1
             beat_members, beat_times = columns.heartbeats(heartbeats)
             rows, batch_stats = self._advance(bucket, group_id, events, beat_members, beat_times, watermark,
-                                              lag_reports=columns.lag_reports(heartbeats))
+                                              lag_reports=columns.lag_reports(heartbeats), recorded=recorded)
             out.extend(output_row(r) for r in rows)
             stats.update(membership_accepted=batch_stats.membership_accepted,
                          heartbeats_accepted=batch_stats.heartbeats_accepted, late=batch_stats.late,
@@ -194,6 +215,11 @@ class GroupProcessor(StatefulProcessor):
         pass
 
 
+def _recorded(payload: dict) -> CoordinatorGeneration | ConsumerGroupRecord:
+    """A coordinator row's payload (streaming.job.offsets_source) as the engine's input."""
+    return (ConsumerGroupRecord if "record_type" in payload else CoordinatorGeneration).from_json(payload)
+
+
 class BucketRows:
     """A bucket's input rows (:data:`~streaming.job.operator_input.INPUT_COLUMNS`) as NumPy arrays."""
 
@@ -213,6 +239,8 @@ class BucketRows:
         self.records = np.ones(len(batch), dtype=np.int64)
         self.records[self.packed] = [len(t) for t in self.beat_times[self.packed]]
         self.records[self.kinds == CLOCK] = 0  # a clock row carries time, no record (operator_input)
+        # A topic description reaches every bucket: it is counted as no group's record.
+        self.records[self.kinds == TOPIC_METADATA] = 0
 
     def refused_row(self, i: int, reason: str, membership_payload: bool = False) -> RejectedEventRow:
         """Row ``i`` as a rejected_events row. A refused record's payload holds its source columns

@@ -21,10 +21,13 @@ outlives the code that wrote it, like the group blobs inside it.
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 
 from streaming.engine.codec import decode_state, encode_state
 from streaming.engine.state import GroupState
+from streaming.engine.topic_catalog import TopicCatalog
 
 FORMAT_VERSION = "1"
 
@@ -71,11 +74,15 @@ class StateBucket:
     """One bucket's groups: their state blobs, their next deadlines, and the bucket's timer."""
 
     def __init__(self, blobs: dict[str, bytes] | None = None, deadlines: dict[str, int] | None = None,
-                 timer_at: int | None = None):
+                 timer_at: int | None = None, catalog: TopicCatalog | None = None, waiting: set[str] | None = None):
         self.blobs = blobs if blobs is not None else {}
         self.deadlines = deadlines if deadlines is not None else {}
         #: The event-time timer registered with Spark for this bucket (None: none registered).
         self.timer_at = timer_at
+        #: The observed cluster's topics (every bucket gets every description: the coordinator's
+        #: log source), and the groups whose recorded generations wait for it to cover their time.
+        self.catalog = catalog if catalog is not None else TopicCatalog()
+        self.waiting = waiting if waiting is not None else set()
         self.changed = False
 
     # -- groups -----------------------------------------------------------------------------------
@@ -109,6 +116,9 @@ class StateBucket:
     def to_bytes(self) -> bytes:
         ids = list(self.blobs)
         metadata = {"format": FORMAT_VERSION, "timer_at": "" if self.timer_at is None else str(self.timer_at)}
+        if self.catalog.described_until >= 0 or self.waiting:  # only a job reading the coordinator's log
+            metadata["topic_catalog"] = json.dumps(self.catalog.to_json(), separators=(",", ":"))
+            metadata["waiting_groups"] = json.dumps(sorted(self.waiting))
         schema = pa.schema(_FIELDS, metadata=metadata)
         batch = pa.record_batch([pa.array(ids, pa.string()), pa.array([self.blobs[g] for g in ids], pa.binary()),
                                  pa.array([self.deadlines.get(g) for g in ids], pa.int64())], schema=schema)
@@ -128,4 +138,6 @@ class StateBucket:
         blobs = dict(zip(ids, table.column("state").to_pylist()))
         deadlines = {g: d for g, d in zip(ids, table.column("deadline").to_pylist()) if d is not None}
         timer_at = metadata.get("timer_at")
-        return cls(blobs, deadlines, int(timer_at) if timer_at else None)
+        catalog = TopicCatalog.from_json(json.loads(metadata["topic_catalog"])) if "topic_catalog" in metadata else None
+        waiting = set(json.loads(metadata.get("waiting_groups", "[]")))
+        return cls(blobs, deadlines, int(timer_at) if timer_at else None, catalog, waiting)
