@@ -163,15 +163,20 @@ def _format_storage(d: Path, config: Path) -> None:
         raise BrokerError(f"formatting the broker storage in {d} failed:\n{result.stdout}{result.stderr}")
 
 
-def wait_until_ready(bootstrap_servers: str, timeout_s: float = 90.0, pid: int | None = None,
+def wait_until_ready(bootstrap_servers: str, timeout_s: float = 90.0, process: subprocess.Popen | None = None,
                      directory: Path | None = None) -> None:
-    """Block until the broker answers a metadata request (not merely accepts TCP connections)."""
+    """Block until the broker answers a metadata request (not merely accepts TCP connections).
+
+    ``process`` is the broker just started: its exit ends the wait. It is asked directly, not
+    through :func:`_pid_alive`: until the child has exec'd Java its command line is still Python's,
+    which _pid_alive takes for "not the broker" (a loaded machine once failed a start that way,
+    with an empty broker.log)."""
     from confluent_kafka.admin import AdminClient
 
     deadline = time.monotonic() + timeout_s
     admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
     while True:
-        if pid is not None and directory is not None and not _pid_alive(pid, directory):
+        if process is not None and directory is not None and process.poll() is not None:
             raise BrokerError(f"the broker exited during start-up; its log says:\n{_log_tail(directory)}")
         try:
             metadata = admin.list_topics(timeout=2)
@@ -237,7 +242,7 @@ def start(port: int = DEFAULT_PORT, directory: str | os.PathLike | None = None,
                                    preexec_fn=_die_with_parent_hook() if tied_to_caller else None)
     (d / "broker.pid").write_text(str(process.pid))
     try:
-        wait_until_ready(f"127.0.0.1:{port}", timeout_s, pid=process.pid, directory=d)
+        wait_until_ready(f"127.0.0.1:{port}", timeout_s, process=process, directory=d)
     except BaseException:
         stop(port, d)
         raise
