@@ -16,6 +16,7 @@ from collections import deque
 from assignors import TopicPartition, TopicSpec
 from assignors.connect.model import ConnectAssignorState, ConnectorTaskId
 from assignors.model import topic_id_from_string, topic_id_string
+from assignors.timeline_order import MemberTable
 
 from streaming.alerting.evaluator import AlertState
 from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
@@ -139,6 +140,8 @@ def encode_state(state: GroupState) -> bytes:
         "kip848": state.kip848,
         "coordinator_offset": state.coordinator_offset,
         "coordinator_phase": state.coordinator_phase,
+        "member_table": state.member_table.to_json() if state.member_table is not None else None,
+        "member_order": list(state.member_order),
     }
     return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
 
@@ -189,4 +192,6 @@ def decode_state(blob: bytes) -> GroupState:
         kip848=data.get("kip848", {}),
         coordinator_offset=data.get("coordinator_offset", -1),
         coordinator_phase=data.get("coordinator_phase"),
+        member_table=MemberTable.from_json(data["member_table"]) if data.get("member_table") else None,
+        member_order=tuple(data.get("member_order", ())),
     )

@@ -18,13 +18,22 @@ from typing import Mapping
 from assignors import COOPERATIVE_ASSIGNORS, GroupSpec, MemberSpec, TopicPartition, assign
 from assignors.errors import RebalanceMonitorError
 from assignors.metrics import balance_metrics
+from assignors.timeline_order import MemberTable, coordinator_member_order
 
 from streaming.engine.batch import Batch
-from streaming.engine.generation import Generation, partition_balance, record_failure, record_generation
-from streaming.engine.state import Member, PendingRebalance
+from streaming.engine.generation import (
+    COOPERATIVE_FOLLOWUP,
+    Generation,
+    partition_balance,
+    record_failure,
+    record_generation,
+)
+from streaming.engine.state import GroupState, Member, PendingRebalance
 
+#: The coordinator's own (KIP-848) assignors.
+SERVER_ASSIGNORS = frozenset({"uniform", "server-range"})
 #: Server-side (KIP-848) assignors revoke before they assign, like a cooperative rebalance.
-TWO_PHASE_ASSIGNORS = COOPERATIVE_ASSIGNORS | {"uniform", "server-range"}
+TWO_PHASE_ASSIGNORS = COOPERATIVE_ASSIGNORS | SERVER_ASSIGNORS
 
 
 def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
@@ -41,7 +50,7 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
             previous_owner.setdefault(tp, mid)
     duplicates: set[TopicPartition] = set()
     members = []
-    for m in s.members.values():
+    for m in _in_assignor_order(s, assignor, pending):
         known = m.member_id in held
         owned = tuple(held[m.member_id]) if known else m.reported_owned
         if not known:  # a member the monitor has not assigned yet: what it says it owns
@@ -86,6 +95,25 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
     s.assignment = {mid: new_assignment.get(mid, []) for mid in s.members}
     if s.collector_fed:
         s.check_due_at = at
+
+
+def _in_assignor_order(s: GroupState, assignor: str, pending: PendingRebalance | None) -> list[Member]:
+    """The members in the order the group's assignor receives them: join order, except for the
+    coordinator's own assignors, which see its member map's order (:mod:`assignors.timeline_order`;
+    the coordinator computes a target once, so a follow-up round keeps the order of its first)."""
+    if assignor not in SERVER_ASSIGNORS:
+        return list(s.members.values())
+    if pending is not None and pending.trigger == COOPERATIVE_FOLLOWUP and s.member_order:
+        earlier = set(s.member_order)
+        order = [m for m in s.member_order if m in s.members] + [m for m in s.members if m not in earlier]
+    else:
+        table = s.member_table or MemberTable()
+        order = coordinator_member_order(table, list(s.members))
+        in_table = set(table.layout)
+        s.member_table = table.changed(removed=[m for m in table.layout if m not in s.members],
+                                       joined=[m for m in s.members if m not in in_table])
+        s.member_order = tuple(order)
+    return [s.members[m] for m in order]
 
 
 def revocations(members: Mapping[str, Member], held: Mapping[str, list[TopicPartition]],

@@ -16,6 +16,7 @@ Topic ids become names through the topic catalog (the observed cluster's descrip
 from __future__ import annotations
 
 from assignors import TopicPartition
+from assignors.timeline_order import MemberTable, coordinator_member_order
 
 from streaming.engine.batch import Batch
 from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember
@@ -59,8 +60,16 @@ def _generation(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> 
     named = next((m["assignor"] for m in members.values() if m["assignor"]), None)
     # An Empty group keeps the assignor it had; a member that names none gets the broker's default.
     chosen = ASSIGNOR_NAMES.get(named, named) if named else (s.assignor or DEFAULT_ASSIGNOR)
+    # The coordinator handed its assignor the members in its member map's order, the ones that
+    # joined in this epoch last (assignors.timeline_order); the check gives ours the same order.
+    table = MemberTable.from_json(s.kip848["table"]) if s.kip848.get("table") else MemberTable()
+    order = coordinator_member_order(table, list(members))
+    in_table = set(table.layout)
+    s.kip848["table"] = table.changed(removed=[m for m in table.layout if m not in members],
+                                      joined=[m for m in members if m not in in_table]).to_json()
     out = []
-    for member_id, m in members.items():
+    for member_id in order:
+        m = members[member_id]
         target = tuple(TopicPartition(catalog.name_of(topic_id) or topic_id, p)
                        for topic_id, ps in sorted(targets.get(member_id, {}).items()) for p in ps)
         out.append(CoordinatorMember(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from assignors import TopicPartition, TopicSpec
 from assignors.connect.model import ConnectAssignorState
+from assignors.timeline_order import MemberTable
 from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
 
 from streaming.alerting.evaluator import AlertState
@@ -130,6 +131,10 @@ class GroupState:
     coordinator_phase: str | None = None
     #: A KIP-848 group's fold of its records (:mod:`.kip848`): member -> metadata, member -> target.
     kip848: dict = field(default_factory=dict)
+    #: A KIP-848 group's member map as its coordinator lays it out (as of the last computed target),
+    #: and the order the assignor saw the members in then (a follow-up round keeps it).
+    member_table: MemberTable | None = None
+    member_order: tuple[str, ...] = ()
 
     @property
     def coordinator_fed(self) -> bool:

@@ -179,3 +179,40 @@ def test_server_side_uniform_group_revokes_before_it_assigns():
     assert len(gens[2]["a"]) == 2 and gens[2]["b"] == []
     assert len(gens[3]["b"]) == 2 and sorted(gens[3]["a"] + gens[3]["b"]) == [0, 1, 2, 3]
     assert [m["unassigned"] for m in rows(outputs, "balance_metrics")] == [0, 2, 0]
+
+
+def _uniform_target(members: list[str], previous: dict[str, list[int]], partitions: int) -> dict[str, list[int]]:
+    from assignors import GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
+
+    spec = GroupSpec(members=tuple(MemberSpec(m, ("t0",), tuple(TopicPartition("t0", p) for p in previous.get(m, ())))
+                                   for m in members), topics={"t0": TopicSpec("t0", partitions)})
+    return {m: sorted(tp.partition for tp in tps) for m, tps in assign(spec, "uniform").assignment.items()}
+
+
+def test_a_kip848_group_is_assigned_in_its_coordinators_member_order_not_join_order():
+    """Kafka's coordinator hands the uniform assignor its members in the order of its member map
+    (assignors.timeline_order), then the one joining; where two ids share a bucket of the
+    assignor's HashMap that order decides who gets the extra partition. Three members whose join
+    order and coordinator order give different targets: the engine computes the coordinator's."""
+    from assignors.timeline_order import MemberTable, coordinator_member_order
+
+    import random
+
+    rng = random.Random(848)
+    partitions = 7  # three members: quota 2 and one extra, which the first of a and b keeps
+    for _ in range(5000):
+        a, b, c = (f"m-{rng.getrandbits(40):x}" for _ in range(3))
+        first = _uniform_target([a, b], _uniform_target([a], {}, partitions), partitions)
+        kafka_order = coordinator_member_order(MemberTable().changed(joined=[a, b]), [a, b, c])
+        if _uniform_target(kafka_order, first, partitions) != _uniform_target([a, b, c], first, partitions):
+            break
+    else:
+        raise AssertionError("no member ids found whose join order and coordinator order disagree")
+    expected = _uniform_target(kafka_order, first, partitions)
+
+    events = [workload(0, partitions=partitions), join(1_000, a, "uniform", "cooperative")]
+    events += [join(5_000, b, "uniform", "cooperative"), join(20_000, c, "uniform", "cooperative")]
+    events += heartbeats([a], 1_500, 5_000) + heartbeats([a, b], 5_500, 20_000) + heartbeats([a, b, c], 20_500, 40_000)
+    outputs, _ = run_batches([sorted(events, key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])])
+    gens = generations(outputs)
+    assert gens[max(gens)] == expected, (a, b, c, kafka_order)
