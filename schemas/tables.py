@@ -188,10 +188,15 @@ TABLES: dict[str, tuple[Field, ...]] = {
               "heartbeats_accepted + rejected.", required=True),
         Field("membership_accepted", "long", "Membership events accepted (applied in event-time order, "
               "now or in a later batch).", required=True),
-        Field("heartbeats_accepted", "long", "Heartbeats accepted.", required=True),
+        Field("heartbeats_accepted", "long", "Heartbeats accepted (those the job dropped before its stateful "
+              "step included).", required=True),
+        Field("heartbeats_reduced", "long", "Of the heartbeats accepted, those dropped before the job's stateful "
+              "step because they could change no decision: a member's heartbeats between its first and last in "
+              "one window of job.min_session_timeout_ms (0 with job.reduce_heartbeats off)."),
         Field("late", "long", "Accepted records that arrived after their group had moved past their time: "
               "membership events (applied at the group's time, and flagged in member_events) and heartbeats "
-              "(applied; they change nothing).", required=True),
+              "(applied; they change nothing). A dropped heartbeat is counted with the last heartbeat of its "
+              "member's window.", required=True),
         Field("rejected", "long", "Records refused, each in rejected_events with the reason.", required=True),
         Field("unknown_member_heartbeats", "long", "Heartbeats of members the group does not know.", required=True),
         Field("groups", "long", "Groups with events in the batch.", required=True),

@@ -131,10 +131,22 @@ class JobConfig:
     #: Groups are spread over this many keys of Spark's stateful operator (each key costs Spark a
     #: fixed amount per batch). Part of the checkpoint: changing it needs a new checkpoint.
     state_buckets: int = 32
+    #: Kafka's group.min.session.timeout.ms on the observed cluster: the smallest session timeout
+    #: a member can have. A join or update that declares less is refused, as the coordinator refuses
+    #: it (INVALID_SESSION_TIMEOUT); and the heartbeats a member sends within this much time of each
+    #: other cannot expire it, which is what lets the job drop most of them before the shuffle
+    #: (streaming/job/heartbeat_reduction.py).
+    min_session_timeout_ms: int = 6_000
+    #: Drop the heartbeats that cannot change any decision before the shuffle into the stateful
+    #: operator (they are still counted as accepted). Off only to compare: the history is the same.
+    reduce_heartbeats: bool = True
 
     def __post_init__(self) -> None:
         if self.state_buckets < 1:
             raise ConfigError(f"job.state_buckets: must be at least 1, got {self.state_buckets}")
+        if self.min_session_timeout_ms < 1:
+            raise ConfigError(f"job.min_session_timeout_ms: must be at least 1 ms (Kafka's "
+                              f"group.min.session.timeout.ms, 6000 by default), got {self.min_session_timeout_ms}")
         if not isinstance(self.trigger_interval, str) or not _DURATION.match(self.trigger_interval):
             raise ConfigError(f"job.trigger_interval: {self.trigger_interval!r} is not a duration; write it as "
                               "Spark does, e.g. '2 seconds', '500 milliseconds' or '0 seconds' (as fast as it can)")
@@ -143,7 +155,8 @@ class JobConfig:
         """The engine's settings: these timings and ``alert_rules`` (the engine has no defaults)."""
         return EngineSettings(coalesce_ms=self.coalesce_ms, allowed_lateness_ms=self.allowed_lateness_ms,
                               cooperative_followup_ms=self.cooperative_followup_ms,
-                              idle_group_grace_ms=self.idle_group_grace_ms, alert_rules=alert_rules)
+                              idle_group_grace_ms=self.idle_group_grace_ms,
+                              min_session_timeout_ms=self.min_session_timeout_ms, alert_rules=alert_rules)
 
 
 @dataclass(frozen=True)

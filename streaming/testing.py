@@ -175,11 +175,15 @@ class ProcessorHarness:
         return StateBucket.from_bytes(bytes(stored[0])) if stored is not None else StateBucket()
 
 
-def input_frame(group_id: str, batch: Sequence[Event]):
+def input_frame(group_id: str, batch: Sequence[Event], reduce_within_ms: int | None = None):
     """``batch`` as the operator's input rows for one group: a membership event's JSON in
     ``payload``, each member's heartbeats packed into one row (as the job's compaction does), a
-    Streams heartbeat with lags as its own row."""
+    Streams heartbeat with lags as its own row. With ``reduce_within_ms``, the heartbeats are
+    reduced as the job reduces them (:mod:`streaming.job.heartbeat_reduction`)."""
     import pandas as pd
+    import pyarrow as pa
+
+    from streaming.job.heartbeat_reduction import reduce_member_heartbeats
 
     rows = []
     for e in batch:
@@ -190,15 +194,20 @@ def input_frame(group_id: str, batch: Sequence[Event]):
                          "beat_times": None})
         elif len(e) > 3:
             rows.append({"group_key": group_id, "kind": "heartbeat", "member_id": e[1], "event_time": e[2],
-                         "reject_reason": None, "payload": json.dumps({"task_lags": e[3]}), "beat_times": None})
-    beats: dict[str, list[int]] = {}
-    for e in batch:
-        if isinstance(e, tuple) and len(e) <= 3:
-            beats.setdefault(e[1], []).append(e[2])
-    for member_id, times in beats.items():
-        rows.append({"group_key": group_id, "kind": "heartbeat", "member_id": member_id, "event_time": max(times),
-                     "reject_reason": None, "payload": None, "beat_times": np.array(times, dtype=np.int64)})
-    columns = ["group_key", "kind", "member_id", "event_time", "reject_reason", "payload", "beat_times"]
+                         "reject_reason": None, "payload": json.dumps({"task_lags": e[3]}), "beat_times": None,
+                         "beat_weights": None})
+    plain = [e for e in batch if isinstance(e, tuple) and len(e) <= 3]
+    beats = pa.table({"group_key": pa.array([group_id] * len(plain), pa.string()),
+                      "member_id": pa.array([e[1] for e in plain], pa.string()),
+                      "event_time": pa.array([e[2] for e in plain], pa.int64())})
+    for packed in reduce_member_heartbeats(beats, reduce_within_ms).to_pylist():
+        weights = packed["beat_weights"]
+        rows.append({"group_key": group_id, "kind": "heartbeat", "member_id": packed["member_id"],
+                     "event_time": packed["event_time"], "reject_reason": None, "payload": None,
+                     "beat_times": np.array(packed["beat_times"], dtype=np.int64),
+                     "beat_weights": None if weights is None else np.array(weights, dtype=np.int64)})
+    columns = ["group_key", "kind", "member_id", "event_time", "reject_reason", "payload", "beat_times",
+               "beat_weights"]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -27,8 +27,10 @@ class HeartbeatIndex:
 
     def __init__(self) -> None:
         self.by_member: dict[str, list[int]] = {}
+        #: Heartbeat records per member: more than its times when the job dropped some (weights).
+        self.records_by_member: dict[str, int] = {}
 
-    def load(self, member_ids: np.ndarray, times: np.ndarray) -> None:
+    def load(self, member_ids: np.ndarray, times: np.ndarray, weights: np.ndarray | None = None) -> None:
         if len(times) == 0:
             return
         order = np.lexsort((times, member_ids))
@@ -36,8 +38,11 @@ class HeartbeatIndex:
         boundaries = np.flatnonzero(member_ids[1:] != member_ids[:-1]) + 1
         starts = [0, *boundaries.tolist()]
         ends = [*boundaries.tolist(), len(times)]
-        for a, b in zip(starts, ends):
+        records = (np.add.reduceat(weights[order], starts).tolist() if weights is not None
+                   else [b - a for a, b in zip(starts, ends)])
+        for a, b, n in zip(starts, ends, records):
             self.by_member[member_ids[a]] = times[a:b]
+            self.records_by_member[member_ids[a]] = n
 
     def last_seen_at(self, member: Member, at: int) -> int:
         """The member's newest sign of life at or before ``at``."""
@@ -66,8 +71,8 @@ class HeartbeatIndex:
         return previous + timeout
 
     def beats_of_members_outside(self, known: set[str]) -> int:
-        """Heartbeats of members not in ``known`` (members the group never had)."""
-        return sum(len(beats) for member_id, beats in self.by_member.items() if member_id not in known)
+        """Heartbeat records of members not in ``known`` (members the group never had)."""
+        return sum(n for member_id, n in self.records_by_member.items() if member_id not in known)
 
 
 class ExpiryQueue:

@@ -28,4 +28,8 @@ class EngineSettings:
     #: read at different speeds, so a group whose heartbeats are merely not read yet is never
     #: expired for it, and Spark drops no heartbeat as late unless it is this far behind.
     idle_group_grace_ms: int
+    #: Kafka's group.min.session.timeout.ms: a join or update declaring a shorter session timeout
+    #: is refused, as the coordinator refuses it. So every member's timeout is at least this, which
+    #: the job's heartbeat reduction relies on (streaming/job/heartbeat_reduction.py).
+    min_session_timeout_ms: int
     alert_rules: AlertRules

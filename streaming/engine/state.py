@@ -93,7 +93,9 @@ class GroupState:
     #: Newest heartbeat time seen for the group: the group's own event time.
     clock: int = -1
     buffered_events: list[MembershipEvent] = field(default_factory=list)
-    buffered_heartbeats: list[tuple[str, int]] = field(default_factory=list)
+    #: Heartbeats newer than the group's safe time: (member, time), or (member, time, weight) for
+    #: one that stands for more records than itself (the job's reduction dropped some).
+    buffered_heartbeats: list[tuple] = field(default_factory=list)
     recent_rebalances: list[int] = field(default_factory=list)
     seen_event_ids: deque = field(default_factory=lambda: deque(maxlen=SEEN_EVENT_IDS))
     failed_rebalances: int = 0

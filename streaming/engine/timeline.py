@@ -60,6 +60,7 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
             heartbeat_progress: Mapping[str, Mapping[str, int]] | None = None,
             coordinator_generations: Iterable[CoordinatorGeneration | ConsumerGroupRecord] = (),
             topic_catalog: TopicCatalog | None = None,
+            heartbeat_weights: Sequence[int] | None = None,
             ) -> tuple[list[TableRow], BatchStats]:
     """Apply one batch of a group's events to ``state``; return the rows for the tables and the counts.
 
@@ -74,6 +75,11 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
 
     ``coordinator_generations``: generations the group's coordinator wrote, or the KIP-848 records
     they are folded from (any order; the log's order is restored), measured against ``topic_catalog``.
+
+    ``heartbeat_weights``: how many heartbeat records each heartbeat stands for (default one each).
+    The job drops the heartbeats that cannot change a decision before they reach the engine
+    (:mod:`streaming.job.heartbeat_reduction`) and adds each dropped one to the weight of a kept
+    heartbeat of its member: it is counted (accepted, late, of an unknown member) with that one.
     """
     batch = Batch(state, settings, stopwatch)
     s = state
@@ -82,14 +88,24 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
         if e.event_id in s.seen_event_ids:
             batch.reject(f"duplicate event_id {e.event_id!r} (already applied)", e.event_time, e.event_id)
             continue
+        if e.session_timeout_ms is not None and e.session_timeout_ms < settings.min_session_timeout_ms:
+            # Kafka's coordinator refuses such a join (INVALID_SESSION_TIMEOUT). The engine must too:
+            # the job's heartbeat reduction relies on no member expiring sooner than this.
+            batch.reject(f"session_timeout_ms {e.session_timeout_ms} is below job.min_session_timeout_ms "
+                         f"{settings.min_session_timeout_ms} (Kafka's group.min.session.timeout.ms): a "
+                         f"coordinator refuses such a member; set job.min_session_timeout_ms to the "
+                         f"cluster's value", e.event_time, e.event_id)
+            continue
         s.seen_event_ids.append(e.event_id)
         fresh.append(e)
     batch.stats.membership_accepted = len(fresh)
     hb_ids = np.asarray(heartbeat_member_ids, dtype=object)
     hb_times = np.asarray(heartbeat_times, dtype=np.int64)
+    hb_weights = (np.ones(len(hb_times), dtype=np.int64) if heartbeat_weights is None
+                  else np.asarray(heartbeat_weights, dtype=np.int64))
     # Heartbeats older than what the group has applied: applied all the same (they can only tell
     # that a member was alive at a time already decided), and counted as late.
-    batch.stats.late += int(np.count_nonzero(hb_times <= s.frontier))
+    batch.stats.late += int(hb_weights[hb_times <= s.frontier].sum())
 
     # Heartbeats set the group's time. Membership events do not: the job reads the membership
     # topic in full every batch, so it may hold events far ahead of the heartbeats; they wait here
@@ -112,16 +128,21 @@ def advance(state: GroupState, membership_events: Iterable[MembershipEvent], hea
     s.buffered_events = [e for e in on_time if e.event_time > safe]
 
     if s.buffered_heartbeats:
-        hb_ids = np.concatenate((hb_ids, np.array([m for m, _ in s.buffered_heartbeats], dtype=object)))
-        hb_times = np.concatenate((hb_times, np.array([t for _, t in s.buffered_heartbeats], dtype=np.int64)))
+        # (member, time), or (member, time, weight) for a heartbeat that stands for more than one.
+        buffered = s.buffered_heartbeats
+        hb_ids = np.concatenate((hb_ids, np.array([b[0] for b in buffered], dtype=object)))
+        hb_times = np.concatenate((hb_times, np.array([b[1] for b in buffered], dtype=np.int64)))
+        hb_weights = np.concatenate((hb_weights, np.array([b[2] if len(b) > 2 else 1 for b in buffered],
+                                                          dtype=np.int64)))
     keep = hb_times > safe
-    s.buffered_heartbeats = list(zip(hb_ids[keep].tolist(), hb_times[keep].tolist()))
+    s.buffered_heartbeats = [(m, t) if w == 1 else (m, t, w) for m, t, w in
+                             zip(hb_ids[keep].tolist(), hb_times[keep].tolist(), hb_weights[keep].tolist())]
     reports = _lag_reports(s, np.asarray(heartbeat_member_ids, dtype=object),
                            np.asarray(heartbeat_times, dtype=np.int64), heartbeat_progress, lag_reports)
     s.buffered_progress = [r for r in reports if r[1] > safe]
     reports = [r for r in reports if r[1] <= safe]
-    batch.heartbeats.load(hb_ids[~keep], hb_times[~keep])
-    batch.stats.heartbeats_accepted = len(heartbeat_times)
+    batch.heartbeats.load(hb_ids[~keep], hb_times[~keep], hb_weights[~keep])
+    batch.stats.heartbeats_accepted = int(hb_weights[:len(heartbeat_times)].sum())
     known_before = set(s.members)
 
     for e in late:

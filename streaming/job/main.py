@@ -65,7 +65,9 @@ def build_history(spark, config: Config):
     # A member's heartbeats in a batch travel as one row from here on (see compacted_input). The
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).
-    compacted = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
+    # Only the heartbeats that can change a decision travel on; the others are counted (weights).
+    reduce_within = config.job.min_session_timeout_ms if config.job.reduce_heartbeats else None
+    compacted = uncompacted_input(membership).unionByName(compacted_input(heartbeats, reduce_within))
     if config.offsets_topic.enabled:
         from streaming.job.offsets_source import coordinator_rows, metadata_rows
 

@@ -25,12 +25,15 @@ MEMBERSHIP_COLUMNS = tuple(f.name for f in MEMBERSHIP_FIELDS)
 #: What the operator receives per row (a map column alone, even all null, cost 1.5 s per 75,000
 #: rows in Spark's Arrow writer, so none travels).
 #: ``beat_times`` carries the event times of a member's heartbeats packed into one row by
-#: :func:`compact_heartbeats` (null on other rows).
-INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "payload", "beat_times")
+#: :func:`compact_heartbeats` (null on other rows); ``beat_weights`` how many heartbeat records each
+#: of them stands for when the reduction dropped some (null: one each; heartbeat_reduction.py).
+INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason", "payload", "beat_times",
+                 "beat_weights")
 
 
 def narrow_input(keyed):
-    """The operator's input before compaction: :data:`INPUT_COLUMNS` but ``beat_times``."""
+    """The operator's input before compaction: :data:`INPUT_COLUMNS` but ``beat_times`` and
+    ``beat_weights``."""
     from pyspark.sql import functions as F
 
     refused = F.col("reject_reason").isNotNull()
@@ -42,8 +45,10 @@ def narrow_input(keyed):
     return keyed.select("group_key", "kind", "member_id", "event_time", "reject_reason", payload.alias("payload"))
 
 
-def compacted_input(narrow):
-    """``narrow`` with each member's plain heartbeats of an input partition packed into one row.
+def compacted_input(narrow, reduce_within_ms: int | None = None):
+    """``narrow`` with each member's plain heartbeats of an input partition packed into one row;
+    with ``reduce_within_ms`` (``job.min_session_timeout_ms``), only the heartbeats that can change
+    a decision (:mod:`streaming.job.heartbeat_reduction`), the others counted in ``beat_weights``.
 
     Heartbeats are nearly all the traffic, and every row the stateful operator receives costs
     Spark a shuffle write and read and a row-by-row walk in the Python worker's deserialiser
@@ -54,20 +59,24 @@ def compacted_input(narrow):
     ``payload`` (membership events, refused records, Streams heartbeats with task lags) pass
     through unchanged.
     """
+    import functools
+
     # A new StructType: StructType.add would change the DataFrame's own cached schema in place.
-    schema = StructType([*narrow.schema.fields, StructField("beat_times", ArrayType(LongType()), True)])
-    return narrow.mapInArrow(compact_heartbeats, schema)
+    schema = StructType([*narrow.schema.fields, StructField("beat_times", ArrayType(LongType()), True),
+                         StructField("beat_weights", ArrayType(LongType()), True)])
+    return narrow.mapInArrow(functools.partial(compact_heartbeats, reduce_within_ms=reduce_within_ms), schema)
 
 
 def uncompacted_input(narrow):
-    """``narrow`` with an empty ``beat_times``: the shape of :func:`compacted_input` for records
-    that have nothing to pack (the membership topic's)."""
+    """``narrow`` with empty ``beat_times`` and ``beat_weights``: the shape of
+    :func:`compacted_input` for records that have nothing to pack (the membership topic's)."""
     from pyspark.sql import functions as F
 
-    return narrow.withColumn("beat_times", F.lit(None).cast(ArrayType(LongType())))
+    return (narrow.withColumn("beat_times", F.lit(None).cast(ArrayType(LongType())))
+            .withColumn("beat_weights", F.lit(None).cast(ArrayType(LongType()))))
 
 
-def compact_heartbeats(batches):
+def compact_heartbeats(batches, reduce_within_ms: int | None = None):
     """The Arrow side of :func:`compacted_input` (one input partition's record batches).
 
     Each Arrow batch also gets one :data:`CLOCK` row: event time = its newest valid heartbeat, under
@@ -80,29 +89,33 @@ def compact_heartbeats(batches):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from streaming.job.heartbeat_reduction import reduce_member_heartbeats
+
     beat_times = pa.field("beat_times", pa.list_(pa.int64()))
+    beat_weights = pa.field("beat_weights", pa.list_(pa.int64()))
     for batch in batches:
         table = pa.Table.from_batches([batch])
         is_beat = pc.and_(pc.fill_null(pc.equal(table["kind"], HEARTBEAT), False), pc.is_null(table["reject_reason"]))
         # A plain heartbeat: not refused, and no payload (a Streams heartbeat's lags travel there).
         plain_beat = pc.and_(is_beat, pc.is_null(table["payload"]))
         others = table.filter(pc.invert(plain_beat))
-        packed = (table.filter(plain_beat).group_by(["group_key", "member_id"], use_threads=False)
-                  .aggregate([("event_time", "list"), ("event_time", "max")]))
+        packed = reduce_member_heartbeats(table.filter(plain_beat), reduce_within_ms)
         n = packed.num_rows
         columns = {
             "group_key": packed["group_key"],
             "kind": pc.fill_null(pa.nulls(n, table.schema.field("kind").type), HEARTBEAT),
             "member_id": packed["member_id"],
-            "event_time": packed["event_time_max"],
+            "event_time": packed["event_time"],
             "reject_reason": pa.nulls(n, table.schema.field("reject_reason").type),
             "payload": pa.nulls(n, table.schema.field("payload").type),
-            "beat_times": packed["event_time_list"],
+            "beat_times": packed["beat_times"],
+            "beat_weights": packed["beat_weights"],
         }
-        schema = table.schema.append(beat_times)
+        schema = table.schema.append(beat_times).append(beat_weights)
         # Built against the input's schema: its nullability flags (group_key is never null) must match.
         beats = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
-        others = others.append_column(beat_times, pa.nulls(others.num_rows, beat_times.type))
+        others = (others.append_column(beat_times, pa.nulls(others.num_rows, beat_times.type))
+                  .append_column(beat_weights, pa.nulls(others.num_rows, beat_weights.type)))
         parts = [others, beats]
         newest = pc.max(table["event_time"].filter(is_beat)).as_py()
         if newest is not None:
@@ -112,6 +125,7 @@ def compact_heartbeats(batches):
                      "event_time": pa.array([newest], table.schema.field("event_time").type),
                      "reject_reason": pa.nulls(1, table.schema.field("reject_reason").type),
                      "payload": pa.nulls(1, table.schema.field("payload").type),
-                     "beat_times": pa.array([[]], beat_times.type)}
+                     "beat_times": pa.array([[]], beat_times.type),
+                     "beat_weights": pa.nulls(1, beat_weights.type)}
             parts.append(pa.Table.from_arrays([clock[f.name] for f in schema], schema=schema))
         yield from pa.concat_tables(parts).to_batches()

@@ -110,12 +110,13 @@ class GroupProcessor(StatefulProcessor):
         self.bucket_state.update((bucket.to_bytes(),))
 
     def _advance(self, bucket: StateBucket, group_id: str, events: list[MembershipEvent], beat_members: np.ndarray,
-                 beat_times: np.ndarray, watermark: int, lag_reports=(), recorded=()):
+                 beat_times: np.ndarray, watermark: int, lag_reports=(), recorded=(), weights=None):
         """The engine's :func:`advance` on one group of ``bucket``, its new state kept in the bucket."""
         state = bucket.load(group_id)
         rows, batch_stats = advance(state, events, beat_members, beat_times, self.settings, watermark_ms=watermark,
                                     stopwatch=time.perf_counter, lag_reports=lag_reports,
-                                    coordinator_generations=recorded, topic_catalog=bucket.catalog)
+                                    coordinator_generations=recorded, topic_catalog=bucket.catalog,
+                                    heartbeat_weights=weights)
         bucket.save(state, next_deadline(state, self.settings))
         if state.coordinator_backlog:
             bucket.waiting.add(group_id)
@@ -190,7 +191,9 @@ class GroupProcessor(StatefulProcessor):
                     stats["rejected"] += 1
             beat_members, beat_times = columns.heartbeats(heartbeats)
             rows, batch_stats = self._advance(bucket, group_id, events, beat_members, beat_times, watermark,
-                                              lag_reports=columns.lag_reports(heartbeats), recorded=recorded)
+                                              lag_reports=columns.lag_reports(heartbeats), recorded=recorded,
+                                              weights=columns.heartbeat_weights(heartbeats))
+            stats["heartbeats_reduced"] += int(columns.reduced[heartbeats].sum())
             out.extend(output_row(r) for r in rows)
             stats.update(membership_accepted=batch_stats.membership_accepted,
                          heartbeats_accepted=batch_stats.heartbeats_accepted, late=batch_stats.late,
@@ -232,12 +235,24 @@ class BucketRows:
         self.member_ids = batch["member_id"].to_numpy(dtype=object)
         # Null only on refused rows, which never reach the engine's time arithmetic.
         self.event_times = batch["event_time"].fillna(-1).to_numpy().astype(np.int64)
-        # A packed row (compact_heartbeats) stands for len(beat_times) heartbeat records.
+        # A packed row (compact_heartbeats) stands for len(beat_times) heartbeat records, or for the
+        # sum of its beat_weights when the reduction dropped some (heartbeat_reduction.py).
         self.beat_times = batch["beat_times"].to_numpy(dtype=object)
         self.packed = np.fromiter((t is not None and not isinstance(t, float) for t in self.beat_times), bool,
                                   count=len(self.beat_times))
+        weights = batch["beat_weights"].to_numpy(dtype=object) if "beat_weights" in batch else None
+        self.beat_weights = weights
+        self.weighted = (np.zeros(len(batch), dtype=bool) if weights is None else
+                         np.fromiter((w is not None and not isinstance(w, float) for w in weights), bool,
+                                     count=len(weights)))
         self.records = np.ones(len(batch), dtype=np.int64)
         self.records[self.packed] = [len(t) for t in self.beat_times[self.packed]]
+        #: Heartbeat records the reduction dropped, per row (counted as accepted all the same).
+        self.reduced = np.zeros(len(batch), dtype=np.int64)
+        if self.weighted.any():
+            kept = self.records[self.weighted]
+            self.records[self.weighted] = [int(np.sum(w)) for w in weights[self.weighted]]
+            self.reduced[self.weighted] = self.records[self.weighted] - kept
         self.records[self.kinds == CLOCK] = 0  # a clock row carries time, no record (operator_input)
         # A topic description reaches every bucket: it is counted as no group's record.
         self.records[self.kinds == TOPIC_METADATA] = 0
@@ -252,12 +267,23 @@ class BucketRows:
         return RejectedEventRow(**data, reason=reason)
 
     def heartbeats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The heartbeat records of ``rows`` (heartbeat rows), unpacked: (member ids, event times)."""
+        """The heartbeats of ``rows`` (heartbeat rows), unpacked: (member ids, event times)."""
         if len(rows) == 0:
             return np.empty(0, dtype=object), np.empty(0, dtype=np.int64)
-        members = np.repeat(self.member_ids[rows], self.records[rows])
+        members = np.repeat(self.member_ids[rows], self._beats_per_row(rows))
         times = np.concatenate([self.beat_times[i] if self.packed[i] else self.event_times[i:i + 1] for i in rows])
         return members, times.astype(np.int64, copy=False)
+
+    def heartbeat_weights(self, rows: np.ndarray) -> np.ndarray | None:
+        """How many heartbeat records each of :meth:`heartbeats` stands for; None: one each (nothing
+        of ``rows`` was reduced)."""
+        if not self.weighted[rows].any():
+            return None
+        return np.concatenate([self.beat_weights[i] if self.weighted[i] else np.ones(n, dtype=np.int64)
+                               for i, n in zip(rows, self._beats_per_row(rows))]).astype(np.int64, copy=False)
+
+    def _beats_per_row(self, rows: np.ndarray) -> list[int]:
+        return [len(self.beat_times[i]) if self.packed[i] else 1 for i in rows]
 
     def lag_reports(self, heartbeats: np.ndarray) -> list[LagReport]:
         """Kafka Streams heartbeats' task lags, every report with its time (the engine applies them

@@ -35,8 +35,8 @@ from streaming.job.processor import STATS_TABLE
 
 OUTPUT_TABLES = (tables.ASSIGNMENTS, tables.REVOCATIONS, tables.BALANCE_METRICS, tables.MEMBER_EVENTS,
                  tables.REJECTED_EVENTS, tables.ASSIGNMENT_CHECKS, tables.ALERTS)
-_STATS_COLUMNS = ("records", "membership_accepted", "heartbeats_accepted", "late", "rejected",
-                  "unknown_member_heartbeats", "groups")
+_STATS_COLUMNS = ("records", "membership_accepted", "heartbeats_accepted", "heartbeats_reduced", "late",
+                  "rejected", "unknown_member_heartbeats", "groups")
 
 
 def batch_marker(app_id: str, batch_id: int) -> str:

@@ -71,7 +71,8 @@ def test_the_processor_output_becomes_typed_rows_and_an_ingest_row(spark, tmp_pa
         "group_id": ["g", None, None],
         # One stats row per state bucket, each counting the groups it advanced.
         "payload": [json.dumps(assignment),
-                    json.dumps({"records": 5, "heartbeats_accepted": 4, "membership_accepted": 1, "groups": 1}),
+                    json.dumps({"records": 5, "heartbeats_accepted": 4, "heartbeats_reduced": 3,
+                                "membership_accepted": 1, "groups": 1}),
                     json.dumps({"records": 2, "rejected": 2, "groups": 1})],
     })
     written = dict(output_tables(output, batch_id=7))
@@ -87,6 +88,7 @@ def test_the_processor_output_becomes_typed_rows_and_an_ingest_row(spark, tmp_pa
     assert [(p["topic"], p["partition"]) for p in row["partitions"]] == [("t", 0), ("t", 1)]
     assert row["assignor"] is None
     ingest = spark.read.format("delta").load(str(tmp_path / tables.INGEST_METRICS)).collect()[0].asDict()
-    assert ingest == {"batch_id": 7, "records": 7, "membership_accepted": 1, "heartbeats_accepted": 4, "late": 0,
+    assert ingest == {"batch_id": 7, "records": 7, "membership_accepted": 1, "heartbeats_accepted": 4,
+                      "heartbeats_reduced": 3, "late": 0,
                       "rejected": 2, "unknown_member_heartbeats": 0, "groups": 2,
                       "max_event_time": None, "event_time_lag_ms": None}  # no bucket said its newest time
