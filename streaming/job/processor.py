@@ -250,8 +250,9 @@ class BucketRows:
         #: Heartbeat records the reduction dropped, per row (counted as accepted all the same).
         self.reduced = np.zeros(len(batch), dtype=np.int64)
         if self.weighted.any():
-            kept = self.records[self.weighted]
-            self.records[self.weighted] = [int(np.sum(w)) for w in weights[self.weighted]]
+            kept = self.records[self.weighted]  # a weighted row is never empty: its member's newest beat
+            starts = np.concatenate(([0], np.cumsum(kept)[:-1]))
+            self.records[self.weighted] = np.add.reduceat(np.concatenate(weights[self.weighted]), starts)
             self.reduced[self.weighted] = self.records[self.weighted] - kept
         self.records[self.kinds == CLOCK] = 0  # a clock row carries time, no record (operator_input)
         # A topic description reaches every bucket: it is counted as no group's record.
