@@ -76,8 +76,17 @@ def uncompacted_input(narrow):
             .withColumn("beat_weights", F.lit(None).cast(ArrayType(LongType()))))
 
 
+#: Plain heartbeats packed together at most: a partition's slice of a micro-batch is packed as a
+#: whole up to this many (one row per member instead of one per member and Arrow batch), which bounds
+#: what the Python worker holds for a slice that was not rate-limited.
+PACK_AT_MOST = 1_000_000
+
+
 def compact_heartbeats(batches, reduce_within_ms: int | None = None):
     """The Arrow side of :func:`compacted_input` (one input partition's record batches).
+
+    A member's plain heartbeats of the whole slice (up to :data:`PACK_AT_MOST` heartbeats) become
+    one row; the other rows pass through as they come.
 
     Each Arrow batch also gets one :data:`CLOCK` row: event time = its newest valid heartbeat, under
     the group key "" (no group). It is the only row the job gives an event-time column, so the
@@ -89,34 +98,21 @@ def compact_heartbeats(batches, reduce_within_ms: int | None = None):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from streaming.job.heartbeat_reduction import reduce_member_heartbeats
-
     beat_times = pa.field("beat_times", pa.list_(pa.int64()))
     beat_weights = pa.field("beat_weights", pa.list_(pa.int64()))
+    waiting: list[pa.Table] = []
+    waiting_rows = 0
+    schema = None
     for batch in batches:
         table = pa.Table.from_batches([batch])
+        schema = table.schema.append(beat_times).append(beat_weights)
         is_beat = pc.and_(pc.fill_null(pc.equal(table["kind"], HEARTBEAT), False), pc.is_null(table["reject_reason"]))
         # A plain heartbeat: not refused, and no payload (a Streams heartbeat's lags travel there).
         plain_beat = pc.and_(is_beat, pc.is_null(table["payload"]))
         others = table.filter(pc.invert(plain_beat))
-        packed = reduce_member_heartbeats(table.filter(plain_beat), reduce_within_ms)
-        n = packed.num_rows
-        columns = {
-            "group_key": packed["group_key"],
-            "kind": pc.fill_null(pa.nulls(n, table.schema.field("kind").type), HEARTBEAT),
-            "member_id": packed["member_id"],
-            "event_time": packed["event_time"],
-            "reject_reason": pa.nulls(n, table.schema.field("reject_reason").type),
-            "payload": pa.nulls(n, table.schema.field("payload").type),
-            "beat_times": packed["beat_times"],
-            "beat_weights": packed["beat_weights"],
-        }
-        schema = table.schema.append(beat_times).append(beat_weights)
-        # Built against the input's schema: its nullability flags (group_key is never null) must match.
-        beats = pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
         others = (others.append_column(beat_times, pa.nulls(others.num_rows, beat_times.type))
                   .append_column(beat_weights, pa.nulls(others.num_rows, beat_weights.type)))
-        parts = [others, beats]
+        parts = [others]
         newest = pc.max(table["event_time"].filter(is_beat)).as_py()
         if newest is not None:
             clock = {"group_key": pa.array([""], table.schema.field("group_key").type),
@@ -129,3 +125,34 @@ def compact_heartbeats(batches, reduce_within_ms: int | None = None):
                      "beat_weights": pa.nulls(1, beat_weights.type)}
             parts.append(pa.Table.from_arrays([clock[f.name] for f in schema], schema=schema))
         yield from pa.concat_tables(parts).to_batches()
+        plain = table.filter(plain_beat).select(["group_key", "member_id", "event_time"])
+        waiting.append(plain)
+        waiting_rows += plain.num_rows
+        if waiting_rows >= PACK_AT_MOST:
+            yield from _packed(pa.concat_tables(waiting), schema, reduce_within_ms).to_batches()
+            waiting, waiting_rows = [], 0
+    if waiting_rows:
+        yield from _packed(pa.concat_tables(waiting), schema, reduce_within_ms).to_batches()
+
+
+def _packed(plain, schema, reduce_within_ms: int | None):
+    """Plain heartbeats (group_key, member_id, event_time) as packed rows of ``schema``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from streaming.job.heartbeat_reduction import reduce_member_heartbeats
+
+    packed = reduce_member_heartbeats(plain, reduce_within_ms)
+    n = packed.num_rows
+    columns = {
+        "group_key": packed["group_key"],
+        "kind": pc.fill_null(pa.nulls(n, schema.field("kind").type), HEARTBEAT),
+        "member_id": packed["member_id"],
+        "event_time": packed["event_time"],
+        "reject_reason": pa.nulls(n, schema.field("reject_reason").type),
+        "payload": pa.nulls(n, schema.field("payload").type),
+        "beat_times": packed["beat_times"],
+        "beat_weights": packed["beat_weights"],
+    }
+    # Built against the input's schema: its nullability flags (group_key is never null) must match.
+    return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)

@@ -96,6 +96,19 @@ def test_streams_heartbeats_with_lags_and_refused_records_are_never_dropped_and_
     assert out["reject_reason"].notna().sum() == 1
 
 
+def test_a_members_heartbeats_of_a_whole_partition_slice_are_reduced_together_whatever_its_arrow_batches():
+    schema = pa.schema([pa.field("group_key", pa.string(), nullable=False), ("kind", pa.string()),
+                        ("member_id", pa.string()), ("event_time", pa.int64()), ("reject_reason", pa.string()),
+                        ("payload", pa.string())])
+    rows = [{"group_key": "g", "kind": "heartbeat", "member_id": "a", "event_time": t, "reject_reason": None,
+             "payload": None} for t in range(1_000, 6_000, 500)]
+    batches = [pa.RecordBatch.from_pylist(rows[:4], schema=schema), pa.RecordBatch.from_pylist(rows[4:], schema=schema)]
+    out = pa.Table.from_batches(list(compact_heartbeats(iter(batches), reduce_within_ms=WINDOW))).to_pylist()
+    (packed,) = [r for r in out if r["kind"] == "heartbeat"]
+    assert sorted(zip(packed["beat_times"], packed["beat_weights"])) == [(1_000, 1), (5_500, len(rows) - 1)]
+    assert [r["event_time"] for r in out if r["kind"] == "clock"] == [2_500, 5_500]  # one per Arrow batch
+
+
 # -- the engine decides the same with the reduced heartbeats -----------------------------------------
 
 def _comparable(rows):
