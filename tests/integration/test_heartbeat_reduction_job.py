@@ -26,10 +26,10 @@ def test_the_same_topics_with_and_without_the_reduction_give_the_same_history(sp
     assert cli(["simulate", "--bootstrap-servers", reduced.kafka.bootstrap_servers,
                 "--membership-topic", reduced.kafka.membership_topic,
                 "--heartbeat-topic", reduced.kafka.heartbeat_topic,
-                "--groups", "8", "--members", "2-5", "--partitions", "3-8", "--churn-per-minute", "4",
+                "--groups", "6", "--members", "2-5", "--partitions", "3-8", "--churn-per-minute", "4",
                 "--heartbeat-interval-ms", "1000", "--session-timeout-ms", "10000", "--static-share", "0.3",
                 "--cooperative-share", "0.5", "--crash-share", "0.5", "--streams-share", "0.25",
-                "--connect-share", "0.25", "--bad-share", "0.01", "--rate", "0", "--duration", "150",
+                "--connect-share", "0.25", "--bad-share", "0.01", "--rate", "0", "--duration", "120",
                 "--start-time-ms", str(START), "--seed", "11"]) == 0
     # And the scenario story whose expiry falls between two heartbeats of the others.
     produce_story(reduced, stories.to_records(stories.eager_range_story(), "eager", START))
