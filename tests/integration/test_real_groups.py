@@ -198,12 +198,6 @@ def test_a_kip848_group_is_observed_and_recorded_with_the_server_side_assignor(
     assert checks and all(c["reported_assignor"] == "uniform" for c in checks)
 
 
-#: See the xfail reason; the range variants have agreed on every run.
-UNIFORM_FLAKY = pytest.param("uniform", "uniform", marks=pytest.mark.xfail(
-    strict=False, reason="flaky: in CI run of c589e20, 1 of 8 and 3 of 5 settled epochs disagreed; "
-                         "passed in 3 other runs; under investigation (issue 16)"))
-
-
 def _watched_kip848_group(kafka_broker, tmp_path, group_id: str, remote_assignor: str):
     """A KIP-848 group (no members yet) on the test broker, with the collector already watching it."""
     bootstrap = kafka_broker.bootstrap_servers
@@ -222,7 +216,7 @@ def _assert_every_epoch_agrees(checks: list[dict], assignor: str, label: str) ->
     assert all(c["agrees"] for c in checks), [c for c in checks if not c["agrees"]]
 
 
-@pytest.mark.parametrize("remote_assignor, assignor", [UNIFORM_FLAKY, ("range", "server-range")])
+@pytest.mark.parametrize("remote_assignor, assignor", [("uniform", "uniform"), ("range", "server-range")])
 def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_epochs(
         kafka_broker, spark, tmp_path, unique_name, remote_assignor, assignor):
     """Real KIP-848 groups (the broker assigns; librdkafka clients): members join one at a time,
@@ -250,7 +244,7 @@ def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_ep
     _assert_every_epoch_agrees(_checks(spark, config, group_id), assignor, remote_assignor)
 
 
-@pytest.mark.parametrize("remote_assignor, assignor", [UNIFORM_FLAKY, ("range", "server-range")])
+@pytest.mark.parametrize("remote_assignor, assignor", [("uniform", "uniform"), ("range", "server-range")])
 def test_kip848_groups_through_a_static_restart_and_a_crash_keep_agreeing_with_the_coordinator(
         kafka_broker, spark, tmp_path, unique_name, remote_assignor, assignor):
     """Real KIP-848 groups with static members: one restarts (same group.instance.id), one member
@@ -405,8 +399,6 @@ def test_cooperative_sticky_agreement_rate_and_what_every_difference_is(
                 assert settled.assignment in computed
 
 
-@pytest.mark.xfail(strict=False, reason="failed once in the CI run of c589e20 (passed in the run before and "
-                                        "locally); cause not yet investigated")
 def test_a_broker_outage_is_silence_not_departure(kafka_broker, spark, tmp_path, unique_name, caplog):
     """The observed cluster (a broker of its own) goes down for longer than the session timeout the
     collector declares; the monitor's topics (on the suite's broker) stay up throughout."""
