@@ -342,6 +342,24 @@ class CollectorThread(threading.Thread):
         return self.results
 
 
+#: A KIP-848 group's script: +k = k members join, -k = the k oldest leave.
+KIP848_STEPS = (1, 1, 2, -1, 1, -2)
+
+
+def play_steps(group: "RealGroup", steps=KIP848_STEPS, after_each=lambda: None) -> None:
+    """Play ``steps`` on ``group``, settling after each change; joins one member at a time, so that
+    the join order is the coordinator's."""
+    for step in steps:
+        if step > 0:
+            for _ in range(step):
+                group.join(1)
+                group.settle()
+        else:
+            group.leave(group.consumers[:-step])
+            group.settle()
+        after_each()
+
+
 def collect_options(config: Config, observed_bootstrap: str, *group_ids: str,
                     interval_s: float = COLLECT_INTERVAL_S, timeout_s: float = 5.0) -> CollectOptions:
     """The collector watching ``group_ids`` on ``observed_bootstrap`` and writing to the job's topics."""

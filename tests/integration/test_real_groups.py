@@ -23,7 +23,7 @@ from tests.conftest import free_port
 from tests.integration.jobs import make_config, read, run_available_now
 from streaming.feeds.kafka_io import ensure_topics
 from tests.integration.real_groups import (
-    CollectorThread, RealGroup, collect_options, general_builder_answer, moved, predicted,
+    CollectorThread, RealGroup, collect_options, general_builder_answer, moved, play_steps, predicted,
 )
 
 pytestmark = pytest.mark.integration
@@ -226,15 +226,7 @@ def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_ep
     config, group_id, group, collector = _watched_kip848_group(
         kafka_broker, tmp_path, f"rg-848-{remote_assignor}-{unique_name}", remote_assignor)
     try:
-        for step in (1, 1, 2, -1, 1, -2):
-            if step > 0:
-                for _ in range(step):  # one at a time: the join order is the coordinator's order
-                    group.join(1)
-                    group.settle()
-            else:
-                group.leave(group.consumers[:-step])
-                group.settle()
-            collector.polls_after(3)
+        play_steps(group, after_each=lambda: collector.polls_after(3))
         collector.polls_after(POLLS_PAST)
     finally:
         collector.stop()
