@@ -146,7 +146,8 @@ def test_the_incremental_cluster_records_its_revocation_round_and_the_delay_for_
     (joiner,) = set(_kafkas_holdings(SESSIONED)[6]) - {first}  # generation 6: the second worker joins
     sixth = next(r for r in _records(SESSIONED) if r["kafka"]["value"]["generation"] == 6)
     revoked = next(m for m in sixth["kafka"]["members"] if m["memberId"] == first)["assignment"]
-    revoked_units = {("connector", c) for c in revoked["revokedConnectors"]} | {("task", t) for t in revoked["revokedTasks"]}
+    revoked_units = ({("connector", c) for c in revoked["revokedConnectors"]}
+                     | {("task", t) for t in revoked["revokedTasks"]})
     assert len(revoked_units) == 3  # one connector and two tasks, to even out the load
 
     # 6: the leader revokes from the first worker; 7: the follow-up hands the revoked work out.
@@ -155,7 +156,8 @@ def test_the_incremental_cluster_records_its_revocation_round_and_the_delay_for_
     assert {(r["member_id"], r.get("to_member"), r["reason"], r["unit"], r["unit_id"])
             for r in _by_generation(rows, tables.REVOCATIONS)[6]} == {
         (first, None, "balance", unit, unit_id) for unit, unit_id in revoked_units}
-    assert (metrics[7]["trigger"], metrics[7]["phase"], metrics[7]["unassigned"]) == ("cooperative_followup", "followup", 0)
+    assert (metrics[7]["trigger"], metrics[7]["phase"], metrics[7]["unassigned"]) == (
+        "cooperative_followup", "followup", 0)
     assert 7 not in _by_generation(rows, tables.REVOCATIONS)
     # 8: the joiner leaves; its work is lost and held back for the 8 s delay, nobody runs it.
     assert (metrics[8]["trigger"], metrics[8]["trigger_member"], metrics[8]["phase"]) == ("leave", joiner, "complete")
