@@ -17,7 +17,7 @@ import pytest
 from schemas import tables
 from streaming.coordinator_log import decode
 from streaming.engine import GroupState, advance
-from streaming.engine.coordinator_events import CoordinatorGeneration
+from streaming.engine.coordinator_events import ConnectWork, CoordinatorGeneration
 from streaming.engine.topic_catalog import TopicCatalog
 from streaming.job.offsets_source import COORDINATOR, input_row
 from streaming.testing import ProcessorHarness, engine_settings, output_rows, roundtrip
@@ -245,3 +245,53 @@ def _frame(rows: list[dict]):
     return pd.DataFrame([{**r, "beat_times": None} for r in rows],
                         columns=["group_key", "kind", "member_id", "event_time", "reject_reason", "payload",
                                  "beat_times"])
+
+
+def test_a_connector_deleted_in_a_revoking_round_is_the_one_difference_and_not_carried_on():
+    """What the check cannot see: the log has no connector configuration, so a connector the leader
+    revokes because it was deleted looks like running work in that round. After generation 7 of the
+    incremental cluster, its connector ``idle-b`` is deleted: generation 8 (made from 7's real
+    records) revokes it and its two tasks from the worker that ran them, generation 9 hands out
+    nothing. The check of 8 names exactly those three units; 9 agrees again."""
+    gens = [g for g in _generations(SESSIONED) if g.generation <= 7]
+    seventh = gens[-1]
+    rows, _ = _run(SESSIONED, [gens])
+    after = {a["member_id"]: a for a in _by_generation(rows, tables.ASSIGNMENTS)[7]}
+    (holder,) = [w for w, a in after.items() if any(c.endswith("idle-b") for c in a["connectors"])]
+    deleted = next(c for c in after[holder]["connectors"] if c.endswith("idle-b"))
+
+    def worker(m, revoked: bool):
+        held = ConnectWork(tuple(after[m.member_id]["connectors"]),
+                           tuple(_task(t) for t in after[m.member_id]["tasks"]))
+        gone = ConnectWork((deleted,), tuple(t for t in held.tasks if t[0] == deleted)) if revoked else ConnectWork()
+        if not revoked:  # the round after: the worker no longer runs what was revoked
+            held = ConnectWork(tuple(c for c in held.connectors if c != deleted),
+                               tuple(t for t in held.tasks if t[0] != deleted))
+        return dataclasses.replace(m, connect=dataclasses.replace(
+            m.connect, config_offset=11, leader_config_offset=11, held=held, assigned=ConnectWork(),
+            revoked=gone if m.member_id == holder else ConnectWork()))
+
+    eighth = dataclasses.replace(seventh, generation=8, offset=seventh.offset + 1,
+                                 event_time=seventh.event_time + 1_000,
+                                 members=tuple(worker(m, True) for m in seventh.members))
+    ninth = dataclasses.replace(seventh, generation=9, offset=seventh.offset + 2,
+                                event_time=seventh.event_time + 1_100,
+                                members=tuple(worker(m, False) for m in seventh.members))
+    rows, _ = _run(SESSIONED, [gens + [eighth, ninth]])
+    checks = {c["generation"]: c for c in _table(rows, tables.ASSIGNMENT_CHECKS)}
+    assert all(checks[g]["agrees"] for g in range(1, 8))
+    assert {(d["unit"], d["unit_id"], d["computed_member"], d["actual_member"])
+            for d in checks[8]["differing_units"]} == {
+        ("connector", deleted, holder, None), ("task", f"{deleted}-0", holder, None),
+        ("task", f"{deleted}-1", holder, None)}
+    assert checks[9]["agrees"], checks[9]
+    metrics = {m["generation"]: m for m in _table(rows, tables.BALANCE_METRICS)}
+    assert (metrics[8]["trigger"], metrics[8]["phase"], metrics[8]["revoked"]) == ("workload", "revocation", 3)
+    # Its revocations read as the load-balancing kind: the log cannot tell them from a deletion.
+    assert {r["reason"] for r in _by_generation(rows, tables.REVOCATIONS)[8]} == {"balance"}
+    assert (metrics[9]["connectors"], metrics[9]["tasks"], metrics[9]["lost_pending"]) == (1, 3, 0)
+
+
+def _task(name: str) -> tuple[str, int]:
+    connector, _, number = name.rpartition("-")
+    return connector, int(number)
