@@ -299,14 +299,6 @@ def test_a_kip848_fold_does_not_depend_on_batch_boundaries():
     assert [r.to_json() for r in split] == [r.to_json() for r in whole]
 
 
-def test_groups_this_source_does_not_record_leave_no_generation_when_they_go_empty():
-    for group_id in ("cap-connect-eager", "cap-connect-sessioned"):
-        gens = _generations(group_id)
-        assert gens and all(not g.members for g in gens)  # only their Empty records reach the engine
-        rows, state = _run(group_id, [gens], _catalog_for(gens))
-        assert rows == [] and state.generation == 0
-
-
 def test_the_publisher_writes_a_full_description_when_something_changed_else_a_marker():
     from streaming.feeds.topic_metadata import TopicMetadataPublisher
 
