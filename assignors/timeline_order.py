@@ -103,6 +103,16 @@ class MemberTable:
         return cls(int(slots), tuple(layout))
 
 
+def next_target(table: MemberTable, members: Sequence[str]) -> tuple[list[str], MemberTable]:
+    """A new target computed for ``members`` (in join order): the order the assignor sees them in
+    (:func:`coordinator_member_order`) and the member map once the departed are removed and the
+    newcomers put."""
+    order = coordinator_member_order(table, members)
+    current, in_table = set(members), set(table.layout)
+    return order, table.changed(removed=[m for m in table.layout if m not in current],
+                                joined=[m for m in members if m not in in_table])
+
+
 def coordinator_member_order(table: MemberTable, members: Sequence[str]) -> list[str]:
     """The order in which the coordinator inserts ``members`` (the group's members at this epoch,
     in join order) into the assignor's ``HashMap``: those already in ``table`` in its iteration

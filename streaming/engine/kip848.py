@@ -16,7 +16,7 @@ Topic ids become names through the topic catalog (the observed cluster's descrip
 from __future__ import annotations
 
 from assignors import TopicPartition
-from assignors.timeline_order import MemberTable, coordinator_member_order
+from assignors.timeline_order import MemberTable, next_target
 
 from streaming.engine.batch import Batch
 from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember
@@ -63,10 +63,8 @@ def _generation(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> 
     # The coordinator handed its assignor the members in its member map's order, the ones that
     # joined in this epoch last (assignors.timeline_order); the check gives ours the same order.
     table = MemberTable.from_json(s.kip848["table"]) if s.kip848.get("table") else MemberTable()
-    order = coordinator_member_order(table, list(members))
-    in_table = set(table.layout)
-    s.kip848["table"] = table.changed(removed=[m for m in table.layout if m not in members],
-                                      joined=[m for m in members if m not in in_table]).to_json()
+    order, table = next_target(table, list(members))
+    s.kip848["table"] = table.to_json()
     out = []
     for member_id in order:
         m = members[member_id]
