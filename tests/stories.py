@@ -6,6 +6,8 @@ the event contract (schemas/events.py) for a group and an absolute start time.
 
 from __future__ import annotations
 
+import uuid
+
 
 def workload(t, partitions=6, topic="t0", eid="w"):
     return {"event_id": eid, "event_time": t, "type": "workload",
@@ -208,3 +210,25 @@ def roundtrip_state(state):
     decoded = decode_state(encode_state(state))
     assert decoded == state
     return decoded
+
+
+# -- KIP-848: topic ids sharing a bucket of the coordinator's HashMap ------------------------------
+
+#: Three topics whose ids Kafka's HashMap<Uuid> (16 buckets) walks as b and c (one bucket, in the
+#: order they were put), then a: only a target's listed order says whether b or c comes first.
+COLLIDING_IDS = {"a": uuid.UUID("e655ab21-2736-cce1-6486-f459c3f01ee5"),
+                 "b": uuid.UUID("3d59619a-4166-d668-b184-d009a36b094e"),
+                 "c": uuid.UUID("3d29c780-02da-11fe-9505-41192d9b06df")}
+COLLIDING_COUNTS = {"a": 3, "b": 5, "c": 7}
+
+
+def uniform_after_second_join(owned_by_m1) -> dict[str, list[tuple[str, int]]]:
+    """Kafka 4.1's uniform target when m2 joins m1, which holds ``owned_by_m1`` (in that order)."""
+    from assignors import GroupSpec, MemberSpec, TopicPartition, assign
+    from assignors.model import TopicSpec
+
+    topics = {n: TopicSpec(n, k, topic_id=COLLIDING_IDS[n]) for n, k in COLLIDING_COUNTS.items()}
+    owned = tuple(TopicPartition(*tp) for tp in owned_by_m1)
+    spec = GroupSpec(members=(MemberSpec("m1", tuple(COLLIDING_COUNTS), owned),
+                              MemberSpec("m2", tuple(COLLIDING_COUNTS), ())), topics=topics)
+    return {m: sorted(tuple(tp) for tp in tps) for m, tps in assign(spec, "uniform").assignment.items()}

@@ -68,8 +68,10 @@ def _generation(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> 
     out = []
     for member_id in order:
         m = members[member_id]
+        # In the record's order: that of the coordinator's HashMap of topic ids, which the next
+        # epoch's uniform assignor walks (ids sharing a bucket keep it; assignors/server_group.py).
         target = tuple(TopicPartition(catalog.name_of(topic_id) or topic_id, p)
-                       for topic_id, ps in sorted(targets.get(member_id, {}).items()) for p in ps)
+                       for topic_id, ps in targets.get(member_id, {}).items() for p in ps)
         out.append(CoordinatorMember(
             member_id=member_id, topics=tuple(m["topics"]),
             # The server-side assignor starts from the previous target assignment.

@@ -42,6 +42,15 @@ def expire(batch: Batch, member_id: str, at: int) -> None:
     batch.open_rebalance(at, "expiry", member_id)
 
 
+def _reported_holding(e: MembershipEvent) -> tuple:
+    """What a joining member brings to the assignor: its owned partitions, or for a KIP-848 member
+    seen by the collector its target assignment, listed as the coordinator lists it (the server-side
+    assignor starts from the target, and walks it in that order: assignors/server_group.py)."""
+    if e.target_partitions is not None:
+        return e.target_partitions
+    return e.owned_partitions or ()
+
+
 def _apply(batch: Batch, e: MembershipEvent, at: int, late: bool) -> None:
     s = batch.state
     if e.group_type:
@@ -81,7 +90,7 @@ def _apply(batch: Batch, e: MembershipEvent, at: int, late: bool) -> None:
             member_id=member_id, topics=topics, joined_at=at, last_seen=at,
             session_timeout_ms=e.session_timeout_ms or DEFAULT_SESSION_TIMEOUT_MS,
             group_instance_id=e.group_instance_id, client_id=e.client_id, host=e.host, rack=e.rack,
-            reported_owned=e.owned_partitions or (),
+            reported_owned=_reported_holding(e),
             reported_generation=e.generation if e.generation is not None else -1,
             expires=not e.from_collector, task_metadata=e.task_metadata())
         s.members[member_id] = member

@@ -320,3 +320,48 @@ def test_the_publisher_writes_a_full_description_when_something_changed_else_a_m
     for _, v in sent:
         catalog.apply(v)
     assert {n: t.partitions for n, t in catalog.as_of(2500, ["orders", "payments"]).items()} == {"orders": 6}
+
+
+def test_a_kip848_target_record_is_walked_in_the_order_it_lists_its_topics():
+    """The type-7 record lists a member's target in the coordinator's HashMap order, and Kafka's
+    uniform assignor walks the next epoch's previous target in that order (topic ids b and c share
+    a bucket: m1 keeps the one listed first whole). The fold must keep the record's order: sorted
+    by topic id, the engine computes another target than the coordinator's (asserted)."""
+    from assignors.model import topic_id_string
+    from streaming.engine.coordinator_events import ConsumerGroupRecord
+
+    from tests.stories import COLLIDING_COUNTS, COLLIDING_IDS, uniform_after_second_join
+
+    ids = {n: topic_id_string(u) for n, u in COLLIDING_IDS.items()}
+    # b and c listed against their ids' order, which is what a sort by topic id would give.
+    pair = sorted("bc", key=ids.get, reverse=True)
+    listed = [(t, p) for t in (*pair, "a") for p in range(COLLIDING_COUNTS[t])]
+    expected = uniform_after_second_join(listed)
+    assert expected != uniform_after_second_join(sorted(listed, key=lambda tp: (ids[tp[0]], tp[1])))
+
+    def target_of(tps):
+        out: dict[str, list[int]] = {}
+        for topic, p in tps:
+            out.setdefault(ids[topic], []).append(p)
+        return {t: tuple(ps) for t, ps in out.items()}
+
+    offsets = iter(range(100))
+
+    def record(record_type, member_id=None, **fields):
+        offset = next(offsets)
+        return ConsumerGroupRecord(group_id="g", event_time=T0 + offset, partition=0, offset=offset,
+                                   record_type=record_type, member_id=member_id, **fields)
+
+    def joined(member_id):
+        return record(5, member_id, topics=tuple(COLLIDING_COUNTS), server_assignor="uniform")
+
+    records = [joined("m1"), record(3, epoch=1), record(7, "m1", target=target_of(listed)), record(6, epoch=1),
+               joined("m2"), record(3, epoch=2), record(7, "m1", target=target_of(expected["m1"])),
+               record(7, "m2", target=target_of(expected["m2"])), record(6, epoch=2)]
+    catalog = TopicCatalog()
+    catalog.apply({"event_time": T0 - 1, "topics": [{"name": n, "partitions": k, "topic_id": ids[n]}
+                                                     for n, k in COLLIDING_COUNTS.items()]})
+    catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
+    for batches in ([records], [records[:4], records[4:]]):  # the order survives the state store too
+        rows, _ = _run("g", batches, catalog)
+        assert [(c["generation"], c["agrees"]) for c in _table(rows, tables.ASSIGNMENT_CHECKS)] == [(1, True), (2, True)]
