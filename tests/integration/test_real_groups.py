@@ -242,9 +242,9 @@ def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_ep
     _assert_every_epoch_agrees(_checks(spark, config, group_id), assignor, remote_assignor, collector)
 
 
-#: Still flaky (issue 16), now with the colliding topic ids every run: 1 of 3 runs had 1 of 5 settled
-#: epochs disagree, the epoch after the crashed member is expelled, by the one extra partition
-#: (which of the two members gets it: the member order after the static replacement).
+#: Still flaky (issue 16), now with colliding topic ids in every run: in its one run with every
+#: fix, 1 of 5 settled epochs disagreed, the epoch after the crashed member was expelled, by the
+#: one extra partition (which of the two members gets it: member order after a static replacement).
 UNIFORM_STATIC_FLAKY = pytest.param("uniform", "uniform", marks=pytest.mark.xfail(
     strict=False, reason="flaky, see UNIFORM_STATIC_FLAKY: the member order after a static replacement (issue 16)"))
 
