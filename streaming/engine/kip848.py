@@ -37,8 +37,11 @@ def fold(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> Coordin
     members, targets = fold_state["members"], fold_state["targets"]
     if r.record_type == MEMBER_METADATA:
         if r.tombstone:
-            members.pop(r.member_id, None)
+            gone = members.pop(r.member_id, None)
+            if gone and gone["group_instance_id"]:  # its instance id may come back under a new id
+                fold_state.setdefault("released", {})[gone["group_instance_id"]] = r.member_id
         else:  # a known member keeps its place: the subscription map's order is join order
+            _maybe_static_replacement(fold_state, r)
             members[r.member_id] = {"topics": list(r.topics or ()), "assignor": r.server_assignor,
                                     "group_instance_id": r.group_instance_id, "client_id": r.client_id,
                                     "host": r.host, "rack": r.rack}
@@ -54,8 +57,21 @@ def fold(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> Coordin
     return None
 
 
+def _maybe_static_replacement(fold_state: dict, r: ConsumerGroupRecord) -> None:
+    """A new member id with the instance id of a member removed since the last target: the static
+    member replaced (GroupMetadataManager.replaceMember: the old id's tombstones, then the new id's
+    records, no new target). The coordinator's member map has the new id in its own place from
+    now on, so the next target must not walk it as a member joining last."""
+    released = fold_state.get("released") or {}
+    old_id = released.pop(r.group_instance_id, None) if r.group_instance_id else None
+    if old_id is not None and r.member_id not in fold_state["members"] and fold_state.get("table"):
+        table = MemberTable.from_json(fold_state["table"])
+        fold_state["table"] = table.changed(removed=[old_id], joined=[r.member_id]).to_json()
+
+
 def _generation(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> CoordinatorGeneration:
     s = batch.state
+    s.kip848.pop("released", None)  # a target computed since: a later join is a join
     members, targets = s.kip848["members"], s.kip848["targets"]
     named = next((m["assignor"] for m in members.values() if m["assignor"]), None)
     # An Empty group keeps the assignor it had; a member that names none gets the broker's default.

@@ -143,6 +143,11 @@ def _static_rejoin(batch: Batch, e: MembershipEvent, previous: Member, at: int, 
             by_member[new_id] = by_member.pop(old_id)
     if s.connect_leader == old_id:
         s.connect_leader = new_id
+    if s.member_table is not None:
+        # A KIP-848 coordinator removes the old id from its member map and puts the new one at
+        # once (GroupMetadataManager.replaceMember), with no new target: the next target walks the
+        # new id in its own place in the map, not as a member joining last.
+        s.member_table = s.member_table.changed(removed=[old_id], joined=[new_id])
     previous.task_metadata = {**previous.task_metadata, **e.task_metadata()}
     previous.last_seen = at
     previous.client_id = e.client_id or previous.client_id

@@ -365,3 +365,44 @@ def test_a_kip848_target_record_is_walked_in_the_order_it_lists_its_topics():
     for batches in ([records], [records[:4], records[4:]]):  # the order survives the state store too
         rows, _ = _run("g", batches, catalog)
         assert [(c["generation"], c["agrees"]) for c in _table(rows, tables.ASSIGNMENT_CHECKS)] == [(1, True), (2, True)]
+
+
+def test_a_static_replacement_in_the_log_puts_the_new_id_in_its_own_place_in_the_member_map():
+    """The coordinator's records of a static member restarting under a new id: the old id's
+    tombstones, then the new id's metadata and target, and no new target epoch. When a member then
+    leaves, the fold must walk the new id in its own place in the member map (which decides who
+    keeps the extra partition), not as a member joining last."""
+    from streaming.engine.coordinator_events import ConsumerGroupRecord
+
+    from tests.stories import static_replacement_case
+
+    case = static_replacement_case()
+    topic_id = "AAAAAAAAAAAAAAAAAAAAAg"  # Uuid(0, 2)
+    offsets = iter(range(1000))
+
+    def record(record_type, member_id=None, **fields):
+        offset = next(offsets)
+        return ConsumerGroupRecord(group_id="g", event_time=T0 + offset, partition=0, offset=offset,
+                                   record_type=record_type, member_id=member_id, **fields)
+
+    def metadata(member_id, instance=None):
+        return record(5, member_id, topics=("t0",), server_assignor="uniform", group_instance_id=instance)
+
+    def epoch(number, targets):
+        return [record(3, epoch=number), *(record(7, m, target={topic_id: tuple(ps)}) for m, ps in targets.items()),
+                record(6, epoch=number)]
+
+    a, b, b2, c = case.a, case.b, case.b2, case.c
+    records = [metadata(a), *epoch(1, case.targets[0]), metadata(b, "i-b"), *epoch(2, case.targets[1]),
+               metadata(c), *epoch(3, case.targets[2])]
+    # replaceMember: the old id removed (current assignment, target, metadata), the new id added.
+    records += [record(8, b, tombstone=True), record(7, b, tombstone=True), record(5, b, tombstone=True),
+                metadata(b2, "i-b"), record(7, b2, target={topic_id: tuple(case.targets[2][b])})]
+    records += [record(7, c, tombstone=True), record(5, c, tombstone=True), *epoch(4, case.expected)]
+    catalog = TopicCatalog()
+    catalog.apply({"event_time": T0 - 1, "topics": [{"name": "t0", "partitions": case.partitions, "topic_id": topic_id}]})
+    catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
+    for batches in ([records], [records[:-5], records[-5:]]):
+        rows, _ = _run("g", batches, catalog)
+        checks = _table(rows, tables.ASSIGNMENT_CHECKS)
+        assert [(c["generation"], c["agrees"]) for c in checks] == [(1, True), (2, True), (3, True), (4, True)], case
