@@ -242,14 +242,7 @@ def test_kip848_groups_computed_assignment_equals_the_coordinators_on_settled_ep
     _assert_every_epoch_agrees(_checks(spark, config, group_id), assignor, remote_assignor, collector)
 
 
-#: Still flaky (issue 16), now with colliding topic ids in every run: in its one run with every
-#: fix, 1 of 5 settled epochs disagreed, the epoch after the crashed member was expelled, by the
-#: one extra partition (which of the two members gets it: member order after a static replacement).
-UNIFORM_STATIC_FLAKY = pytest.param("uniform", "uniform", marks=pytest.mark.xfail(
-    strict=False, reason="flaky, see UNIFORM_STATIC_FLAKY: the member order after a static replacement (issue 16)"))
-
-
-@pytest.mark.parametrize("remote_assignor, assignor", [UNIFORM_STATIC_FLAKY, ("range", "server-range")])
+@pytest.mark.parametrize("remote_assignor, assignor", [("uniform", "uniform"), ("range", "server-range")])
 def test_kip848_groups_through_a_static_restart_and_a_crash_keep_agreeing_with_the_coordinator(
         kafka_broker, spark, tmp_path, unique_name, remote_assignor, assignor):
     """Real KIP-848 groups with static members: one restarts (same group.instance.id), one member
