@@ -223,15 +223,17 @@ COLLIDING_IDS = {"a": uuid.UUID("e655ab21-2736-cce1-6486-f459c3f01ee5"),
 COLLIDING_COUNTS = {"a": 3, "b": 5, "c": 7}
 
 
-def uniform_after_second_join(owned_by_m1) -> dict[str, list[tuple[str, int]]]:
-    """Kafka 4.1's uniform target when m2 joins m1, which holds ``owned_by_m1`` (in that order)."""
+def uniform_after_second_join(owned_by_m1, topics=None) -> dict[str, list[tuple[str, int]]]:
+    """Kafka 4.1's uniform target when m2 joins m1, which holds ``owned_by_m1`` (in that order); both
+    subscribe to every topic of ``topics`` (``TopicSpec`` by name; default the colliding ones)."""
     from assignors import GroupSpec, MemberSpec, TopicPartition, assign
     from assignors.model import TopicSpec
 
-    topics = {n: TopicSpec(n, k, topic_id=COLLIDING_IDS[n]) for n, k in COLLIDING_COUNTS.items()}
+    if topics is None:
+        topics = {n: TopicSpec(n, k, topic_id=COLLIDING_IDS[n]) for n, k in COLLIDING_COUNTS.items()}
     owned = tuple(TopicPartition(*tp) for tp in owned_by_m1)
-    spec = GroupSpec(members=(MemberSpec("m1", tuple(COLLIDING_COUNTS), owned),
-                              MemberSpec("m2", tuple(COLLIDING_COUNTS), ())), topics=topics)
+    spec = GroupSpec(members=(MemberSpec("m1", tuple(topics), owned), MemberSpec("m2", tuple(topics), ())),
+                     topics=topics)
     return {m: sorted(tuple(tp) for tp in tps) for m, tps in assign(spec, "uniform").assignment.items()}
 
 

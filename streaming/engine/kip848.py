@@ -59,14 +59,12 @@ def fold(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> Coordin
 
 def _maybe_static_replacement(fold_state: dict, r: ConsumerGroupRecord) -> None:
     """A new member id with the instance id of a member removed since the last target: the static
-    member replaced (GroupMetadataManager.replaceMember: the old id's tombstones, then the new id's
-    records, no new target). The coordinator's member map has the new id in its own place from
-    now on, so the next target must not walk it as a member joining last."""
+    member replaced (the old id's tombstones, then the new id's records, no new target;
+    :meth:`~assignors.timeline_order.MemberTable.replaced`)."""
     released = fold_state.get("released") or {}
     old_id = released.pop(r.group_instance_id, None) if r.group_instance_id else None
     if old_id is not None and r.member_id not in fold_state["members"] and fold_state.get("table"):
-        table = MemberTable.from_json(fold_state["table"])
-        fold_state["table"] = table.changed(removed=[old_id], joined=[r.member_id]).to_json()
+        fold_state["table"] = MemberTable.from_json(fold_state["table"]).replaced(old_id, r.member_id).to_json()
 
 
 def _generation(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> CoordinatorGeneration:

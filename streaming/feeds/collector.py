@@ -427,12 +427,10 @@ class Collector:
 
 # -- a restarted collector: what did it tell the job before? ------------------------------------
 
-def _assignment_field(value: Mapping, name: str, keep_order: bool = False) -> Assignment | None:
+def _assignment_field(value: Mapping, name: str, as_kept=_sorted) -> Assignment | None:
+    """An event's partitions as the collector's views keep them (``_sorted``, or ``_as_listed``)."""
     parts = value.get(name)
-    if parts is None:
-        return None
-    listed = ((p["topic"], p["partition"]) for p in parts)
-    return _as_listed(listed) if keep_order else _sorted(listed)
+    return None if parts is None else as_kept((p["topic"], p["partition"]) for p in parts)
 
 
 def views_from_events(events: Iterable[Mapping], group_ids: Iterable[str] | None = None) -> dict[str, GroupView]:
@@ -476,7 +474,8 @@ def views_from_events(events: Iterable[Mapping], group_ids: Iterable[str] | None
         g["members"][e["member_id"]] = MemberView(
             member_id=e["member_id"], client_id=e.get("client_id"), host=e.get("host"),
             group_instance_id=e.get("group_instance_id"), topics=g["topics"],
-            owned=_assignment_field(e, "owned_partitions"), target=_assignment_field(e, "target_partitions", keep_order=True))
+            owned=_assignment_field(e, "owned_partitions"),
+            target=_assignment_field(e, "target_partitions", _as_listed))
     return {group_id: GroupView(group_id=group_id, group_protocol=g["group_protocol"], raw_assignor=g["raw_assignor"],
                                 state=g["state"], topics=g["topics"], workload=g["workload"],
                                 members=dict(sorted(g["members"].items())))

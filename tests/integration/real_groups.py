@@ -443,19 +443,6 @@ def general_builder_answer(previous: Assignment, members: Iterable[str], topics:
 
 # -- topics whose ids share a bucket of the coordinator's HashMap ---------------------------------
 
-def _bucket_of_16(java_hash: int) -> int:
-    """The bucket of a default (16-slot) Java HashMap that a key of this ``hashCode`` lands in."""
-    h = java_hash & 0xFFFF_FFFF
-    return (h ^ (h >> 16)) & 15
-
-
-def _id_bucket(kafka_topic_id: str) -> int:
-    from assignors.java_order import uuid_hash
-    from assignors.model import topic_id_from_string
-
-    return _bucket_of_16(uuid_hash(topic_id_from_string(kafka_topic_id)))
-
-
 def topics_with_colliding_ids(bootstrap: str, prefix: str, partitions: tuple[int, int, int],
                               candidates: int = 8) -> dict[str, int]:
     """Three topics (``<prefix>-a``, ``-b``, ``-c`` in name order, with ``partitions``) where b's
@@ -468,6 +455,8 @@ def topics_with_colliding_ids(bootstrap: str, prefix: str, partitions: tuple[int
     from confluent_kafka import KafkaException
     from confluent_kafka._model import TopicCollection
 
+    from assignors.java_order import bucket_index, uuid_hash
+    from assignors.model import topic_id_from_string
     from streaming.cli.collect import admin_client, topic_snapshot
     from streaming.feeds.kafka_io import delete_topics, ensure_topics
 
@@ -488,7 +477,7 @@ def topics_with_colliding_ids(bootstrap: str, prefix: str, partitions: tuple[int
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
-    bucket = {t: _id_bucket(ids[t]) for t in bs + cs}
+    bucket = {t: bucket_index(uuid_hash(topic_id_from_string(ids[t]))) for t in bs + cs}
     colliding = [(x, y) for x in bs for y in cs if bucket[x] == bucket[y]]
     decisive = [pair for pair in colliding if _listed_against_name_order_decides(
         {f"{prefix}-a": a, pair[0]: b, pair[1]: c}, ids)]
@@ -505,13 +494,15 @@ def _listed_against_name_order_decides(topics: dict[str, int], ids: Mapping[str,
     leaves it when a second member joins. The fresh homogeneous builder walks the topics in
     HashSet<Uuid> order and adds each to the target with ``HashMap.computeIfAbsent``, which puts a
     new key at the head of its bucket: two ids sharing a bucket come out in reverse walk order."""
-    from assignors.java_order import string_hash
+    from assignors.java_order import bucket_index, string_hash
     from assignors.model import topic_id_from_string
     from assignors.server_group import server_group
 
+    from tests.stories import uniform_after_second_join
+
     specs = {n: TopicSpec(n, k, topic_id=topic_id_from_string(ids[n])) for n, k in topics.items()}
     a, b, c = names = tuple(topics)
-    if _bucket_of_16(string_hash(b)) == _bucket_of_16(string_hash(c)):
+    if bucket_index(string_hash(b)) == bucket_index(string_hash(c)):
         # The joining member's HashSet of names is filled in the order its client listed them (the
         # type-5 record sorts them): with b and c in one bucket, that unseen order decides the walk.
         return False
@@ -520,9 +511,7 @@ def _listed_against_name_order_decides(topics: dict[str, int], ids: Mapping[str,
         return False
 
     def second_join(order):
-        owned = tuple(TopicPartition(t, p) for t in order for p in range(topics[t]))
-        spec = GroupSpec(members=(MemberSpec("m1", names, owned), MemberSpec("m2", names)), topics=specs)
-        return {m: sorted(tps) for m, tps in assign(spec, "uniform").assignment.items()}
+        return uniform_after_second_join([(t, p) for t in order for p in range(topics[t])], specs)
     return second_join((c, b, a)) != second_join((a, b, c))
 
 
