@@ -49,10 +49,30 @@ def _catalog_for(gens: list[CoordinatorGeneration], at: int = T0 - 1) -> TopicCa
         for m in g.members:
             for tp in m.assignment or ():
                 counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+    return _catalog([{"name": t, "partitions": n} for t, n in sorted(counts.items())], at)
+
+
+def _catalog(topics: list[dict], at: int = T0 - 1) -> TopicCatalog:
+    """A description of ``topics`` at ``at`` (before the records), and a marker after the last."""
     catalog = TopicCatalog()
-    catalog.apply({"event_time": at, "topics": [{"name": t, "partitions": n} for t, n in sorted(counts.items())]})
+    catalog.apply({"event_time": at, "topics": topics})
     catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
     return catalog
+
+
+def _record_maker(group_id: str = "g"):
+    """A maker of KIP-848 records of ``group_id``, numbered in the order they are made (the log's)."""
+    from itertools import count
+
+    from streaming.engine.coordinator_events import ConsumerGroupRecord
+
+    offsets = count()
+
+    def record(record_type: int, member_id: str | None = None, **fields) -> ConsumerGroupRecord:
+        offset = next(offsets)
+        return ConsumerGroupRecord(group_id=group_id, event_time=T0 + offset, partition=0, offset=offset,
+                                   record_type=record_type, member_id=member_id, **fields)
+    return record
 
 
 def _run(group_id: str, batches: list[list[CoordinatorGeneration]], catalog: TopicCatalog):
@@ -251,10 +271,7 @@ def _kip848(group_id: str):
         for topic_id, ps in (r.target or {}).items() if hasattr(r, "target") else ():
             sizes[topic_id] = max(sizes.get(topic_id, 0), max(ps) + 1)
     names = {6: f"{group_id}-t", 2: f"{group_id}-t2"}
-    catalog = TopicCatalog()
-    catalog.apply({"event_time": T0 - 1, "topics": [{"name": names[n], "partitions": n, "topic_id": topic_id}
-                                                     for topic_id, n in sizes.items()]})
-    catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
+    catalog = _catalog([{"name": names[n], "partitions": n, "topic_id": topic_id} for topic_id, n in sizes.items()])
     return records, catalog, {v: k for k, v in sizes.items()}
 
 
@@ -328,7 +345,6 @@ def test_a_kip848_target_record_is_walked_in_the_order_it_lists_its_topics():
     a bucket: m1 keeps the one listed first whole). The fold must keep the record's order: sorted
     by topic id, the engine computes another target than the coordinator's (asserted)."""
     from assignors.model import topic_id_string
-    from streaming.engine.coordinator_events import ConsumerGroupRecord
 
     from tests.stories import COLLIDING_COUNTS, COLLIDING_IDS, uniform_after_second_join
 
@@ -345,12 +361,7 @@ def test_a_kip848_target_record_is_walked_in_the_order_it_lists_its_topics():
             out.setdefault(ids[topic], []).append(p)
         return {t: tuple(ps) for t, ps in out.items()}
 
-    offsets = iter(range(100))
-
-    def record(record_type, member_id=None, **fields):
-        offset = next(offsets)
-        return ConsumerGroupRecord(group_id="g", event_time=T0 + offset, partition=0, offset=offset,
-                                   record_type=record_type, member_id=member_id, **fields)
+    record = _record_maker()
 
     def joined(member_id):
         return record(5, member_id, topics=tuple(COLLIDING_COUNTS), server_assignor="uniform")
@@ -358,10 +369,7 @@ def test_a_kip848_target_record_is_walked_in_the_order_it_lists_its_topics():
     records = [joined("m1"), record(3, epoch=1), record(7, "m1", target=target_of(listed)), record(6, epoch=1),
                joined("m2"), record(3, epoch=2), record(7, "m1", target=target_of(expected["m1"])),
                record(7, "m2", target=target_of(expected["m2"])), record(6, epoch=2)]
-    catalog = TopicCatalog()
-    catalog.apply({"event_time": T0 - 1, "topics": [{"name": n, "partitions": k, "topic_id": ids[n]}
-                                                     for n, k in COLLIDING_COUNTS.items()]})
-    catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
+    catalog = _catalog([{"name": n, "partitions": k, "topic_id": ids[n]} for n, k in COLLIDING_COUNTS.items()])
     for batches in ([records], [records[:4], records[4:]]):  # the order survives the state store too
         rows, _ = _run("g", batches, catalog)
         assert [(c["generation"], c["agrees"]) for c in _table(rows, tables.ASSIGNMENT_CHECKS)] == [(1, True), (2, True)]
@@ -372,18 +380,11 @@ def test_a_static_replacement_in_the_log_puts_the_new_id_in_its_own_place_in_the
     tombstones, then the new id's metadata and target, and no new target epoch. When a member then
     leaves, the fold must walk the new id in its own place in the member map (which decides who
     keeps the extra partition), not as a member joining last."""
-    from streaming.engine.coordinator_events import ConsumerGroupRecord
-
     from tests.stories import static_replacement_case
 
     case = static_replacement_case()
     topic_id = "AAAAAAAAAAAAAAAAAAAAAg"  # Uuid(0, 2)
-    offsets = iter(range(1000))
-
-    def record(record_type, member_id=None, **fields):
-        offset = next(offsets)
-        return ConsumerGroupRecord(group_id="g", event_time=T0 + offset, partition=0, offset=offset,
-                                   record_type=record_type, member_id=member_id, **fields)
+    record = _record_maker()
 
     def metadata(member_id, instance=None):
         return record(5, member_id, topics=("t0",), server_assignor="uniform", group_instance_id=instance)
@@ -399,9 +400,7 @@ def test_a_static_replacement_in_the_log_puts_the_new_id_in_its_own_place_in_the
     records += [record(8, b, tombstone=True), record(7, b, tombstone=True), record(5, b, tombstone=True),
                 metadata(b2, "i-b"), record(7, b2, target={topic_id: tuple(case.targets[2][b])})]
     records += [record(7, c, tombstone=True), record(5, c, tombstone=True), *epoch(4, case.expected)]
-    catalog = TopicCatalog()
-    catalog.apply({"event_time": T0 - 1, "topics": [{"name": "t0", "partitions": case.partitions, "topic_id": topic_id}]})
-    catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
+    catalog = _catalog([{"name": "t0", "partitions": case.partitions, "topic_id": topic_id}])
     for batches in ([records], [records[:-5], records[-5:]]):
         rows, _ = _run("g", batches, catalog)
         checks = _table(rows, tables.ASSIGNMENT_CHECKS)
