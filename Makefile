@@ -10,7 +10,7 @@ demo: setup
 
 # Set up (first run only) and run the whole test suite: pure tests and the real Kafka/Spark/Delta ones.
 test: setup
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q --durations=30
 
 # Only the tests that need no broker, no Spark and no JVM (about a minute); a test that starts one
 # without the integration marker fails (tests/conftest.py).

@@ -186,6 +186,11 @@ def _spread(h: int) -> int:
     return (h ^ (h >> 16)) & _MASK32
 
 
+def bucket_index(hash_code: int, capacity: int = DEFAULT_CAPACITY) -> int:
+    """The bucket of a ``HashMap`` with ``capacity`` slots that a key of this ``hashCode`` lands in."""
+    return _spread(hash_code & _MASK32) & (capacity - 1)
+
+
 def java_hash_order(hashes: Sequence[int], *, capacity: int | None = None,
                     compare_keys: Sequence[Any] | Callable[[], Sequence[Any]] | None = None) -> list[int]:
     """The order in which a Java 17 ``HashMap``/``HashSet`` iterates distinct keys put in order.

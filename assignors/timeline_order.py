@@ -61,6 +61,12 @@ class MemberTable:
         by_slot = self._by_slot(self.slots)
         return [key for slot in sorted(by_slot) for key in reversed(by_slot[slot])]
 
+    def replaced(self, old_id: str, new_id: str) -> MemberTable:
+        """A static member replaced under a new member id: Kafka's coordinator removes the old id and
+        puts the new one at once (``GroupMetadataManager.replaceMember``), with no new target, so
+        the next target finds the new id in its own place, not as a member joining last."""
+        return self.changed(removed=[old_id], joined=[new_id])
+
     def changed(self, removed: Iterable[str] = (), joined: Sequence[str] = ()) -> MemberTable:
         """The table after ``removed`` leave (in any order: a removal keeps the rest in place) and
         then ``joined`` join, in order, each put twice (see the module doc)."""
@@ -101,6 +107,16 @@ class MemberTable:
     def from_json(cls, data: list) -> MemberTable:
         slots, layout = data
         return cls(int(slots), tuple(layout))
+
+
+def next_target(table: MemberTable, members: Sequence[str]) -> tuple[list[str], MemberTable]:
+    """A new target computed for ``members`` (in join order): the order the assignor sees them in
+    (:func:`coordinator_member_order`) and the member map once the departed are removed and the
+    newcomers put."""
+    order = coordinator_member_order(table, members)
+    current, in_table = set(members), set(table.layout)
+    return order, table.changed(removed=[m for m in table.layout if m not in current],
+                                joined=[m for m in members if m not in in_table])
 
 
 def coordinator_member_order(table: MemberTable, members: Sequence[str]) -> list[str]:

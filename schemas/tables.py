@@ -22,6 +22,8 @@ ALERTS = "alerts"
 
 PARTITION_DIFFERENCE = Struct((("topic", "string"), ("partition", "int"), ("computed_member", "string"),
                                ("actual_member", "string")))
+UNIT_DIFFERENCE = Struct((("unit", "string"), ("unit_id", "string"), ("computed_member", "string"),
+                          ("actual_member", "string")))
 
 _GEN = (
     Field("group_id", "string", "The group.", required=True),
@@ -163,6 +165,11 @@ TABLES: dict[str, tuple[Field, ...]] = {
         Field("computed_assignor", "string", "The assignor the monitor ran (Kafka name).", required=True),
         Field("reported_assignor", "string", "The assignor as the coordinator reports it."),
         Field("group_state", "string", "The coordinator's group state at the observation (STABLE)."),
+        Field("units_compared", "int", "Kafka Connect: connectors and tasks assigned on either side (null for "
+              "consumer groups, whose `partitions_compared` counts)."),
+        Field("differing_units", Array(UNIT_DIFFERENCE), "Kafka Connect: each connector or task (`unit`: "
+              "connector or task, `unit_id` as in revocations) whose worker differs: the worker the monitor's "
+              "assignor gives it and the worker that holds it after the generation (null = nobody)."),
     ),
     ALERTS: (
         Field("alert_id", "string", "Stable id of the condition: rule, group and subject. Every episode of the "

@@ -232,10 +232,11 @@ class Config:
 
 
 _SECTIONS = {"kafka": KafkaConfig, "output": OutputConfig, "job": JobConfig, "spark": SparkConfig,
-             "metrics": MetricsConfig, "offsets_topic": OffsetsTopicConfig}
+             "metrics": MetricsConfig, "offsets_topic": OffsetsTopicConfig, "storage": StorageConfig}
 _FREE_FORM = {("kafka", "options"), ("spark", "conf"), ("offsets_topic", "options")}
 #: Strings whose empty value means "as elsewhere" (the offsets topic's cluster: the [kafka] one).
-_MAY_BE_EMPTY = {("offsets_topic", "bootstrap_servers")}
+_MAY_BE_EMPTY = {("offsets_topic", "bootstrap_servers"), ("storage", "uri"), ("storage", "endpoint"),
+                 ("storage", "credentials_file")}
 
 
 def _check_type(path: str, value: Any, expected: Any) -> Any:
@@ -264,11 +265,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
         if name == "alerts":
             sections[name] = _parse_alerts(value, source)
             continue
-        if name == "storage":
-            sections[name] = StorageConfig.from_mapping(value, source)
-            continue
         if name not in _SECTIONS:
-            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}, alerts, storage")
+            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}, alerts")
         if not isinstance(value, Mapping):
             raise ConfigError(f"{source}: [{name}] must be a table")
         cls = _SECTIONS[name]

@@ -21,9 +21,9 @@ from __future__ import annotations
 import configparser
 import os
 import posixpath
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from streaming.errors import ConfigError, StorageError
 from streaming.redaction import MASK
@@ -81,27 +81,6 @@ class StorageConfig:
                               f"{', '.join(_CREDENTIAL_SOURCES)}")
         if self.credentials == "file" and not self.credentials_file:
             raise ConfigError("storage.credentials_file: required when storage.credentials = \"file\"")
-
-    @classmethod
-    def from_mapping(cls, data: Any, source: str) -> "StorageConfig":
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{source}: [storage] must be a table")
-        known = {f.name: f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, item in data.items():
-            path = f"{source}: storage.{key}"
-            if key not in known:
-                raise ConfigError(f"{path}: unknown key; known keys of [storage]: {', '.join(known)}")
-            if known[key].type == "bool":
-                if not isinstance(item, bool):
-                    raise ConfigError(f"{path}: expected true or false, got {item!r}")
-            elif not isinstance(item, str):
-                raise ConfigError(f"{path}: expected a string, got {item!r}")
-            values[key] = item
-        try:
-            return cls(**values)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
 
     def resolve(self, path: str) -> str:
         """``path`` (a setting such as ``output.root``) as the location it names: a URI stays as

@@ -6,6 +6,9 @@ the event contract (schemas/events.py) for a group and an absolute start time.
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
+
 
 def workload(t, partitions=6, topic="t0", eid="w"):
     return {"event_id": eid, "event_time": t, "type": "workload",
@@ -208,3 +211,74 @@ def roundtrip_state(state):
     decoded = decode_state(encode_state(state))
     assert decoded == state
     return decoded
+
+
+# -- KIP-848: topic ids sharing a bucket of the coordinator's HashMap ------------------------------
+
+#: Three topics whose ids Kafka's HashMap<Uuid> (16 buckets) walks as b and c (one bucket, in the
+#: order they were put), then a: only a target's listed order says whether b or c comes first.
+COLLIDING_IDS = {"a": uuid.UUID("e655ab21-2736-cce1-6486-f459c3f01ee5"),
+                 "b": uuid.UUID("3d59619a-4166-d668-b184-d009a36b094e"),
+                 "c": uuid.UUID("3d29c780-02da-11fe-9505-41192d9b06df")}
+COLLIDING_COUNTS = {"a": 3, "b": 5, "c": 7}
+
+
+def uniform_after_second_join(owned_by_m1, topics=None) -> dict[str, list[tuple[str, int]]]:
+    """Kafka 4.1's uniform target when m2 joins m1, which holds ``owned_by_m1`` (in that order); both
+    subscribe to every topic of ``topics`` (``TopicSpec`` by name; default the colliding ones)."""
+    from assignors import GroupSpec, MemberSpec, TopicPartition, assign
+    from assignors.model import TopicSpec
+
+    if topics is None:
+        topics = {n: TopicSpec(n, k, topic_id=COLLIDING_IDS[n]) for n, k in COLLIDING_COUNTS.items()}
+    owned = tuple(TopicPartition(*tp) for tp in owned_by_m1)
+    spec = GroupSpec(members=(MemberSpec("m1", tuple(topics), owned), MemberSpec("m2", tuple(topics), ())),
+                     topics=topics)
+    return {m: sorted(tuple(tp) for tp in tps) for m, tps in assign(spec, "uniform").assignment.items()}
+
+
+def uniform_target(members: list[str], previous: dict[str, list[int]], partitions: int) -> dict[str, list[int]]:
+    """Kafka 4.1's uniform target over one topic ``t0``, for ``members`` in the coordinator's order."""
+    from assignors import GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
+
+    spec = GroupSpec(members=tuple(MemberSpec(m, ("t0",), tuple(TopicPartition("t0", p) for p in previous.get(m, ())))
+                                   for m in members), topics={"t0": TopicSpec("t0", partitions)})
+    return {m: sorted(tp.partition for tp in tps) for m, tps in assign(spec, "uniform").assignment.items()}
+
+
+@dataclass(frozen=True)
+class StaticReplacementCase:
+    """a, b and c join one at a time (a target each); b restarts as b2 (same instance id); c leaves."""
+
+    a: str
+    b: str
+    b2: str
+    c: str
+    partitions: int
+    targets: tuple[dict[str, list[int]], ...]  # after each join
+    kafka_order: list[str]  # the members of the last target, in the coordinator's order
+    expected: dict[str, list[int]]  # the last target
+
+
+def static_replacement_case(seed: int = 345, partitions: int = 7) -> StaticReplacementCase:
+    """Member ids for which the coordinator's member map after the static replacement (the old id
+    removed, the new one put in its own place) gives another uniform target, once c leaves, than
+    walking b2 as a member joining last."""
+    import random
+
+    from assignors.timeline_order import MemberTable, coordinator_member_order
+
+    rng = random.Random(seed)
+    for _ in range(5000):
+        a, b, b2, c = (f"m-{rng.getrandbits(40):x}" for _ in range(4))
+        table, target, targets = MemberTable(), {}, []
+        for members in ([a], [a, b], [a, b, c]):
+            target = uniform_target(coordinator_member_order(table, members), target, partitions)
+            targets.append(target)
+            table = table.changed(joined=[members[-1]])
+        previous = {(b2 if m == b else m): ps for m, ps in target.items() if m != c}
+        kafka_order = coordinator_member_order(table.changed(removed=[b], joined=[b2]), [a, b2])
+        expected = uniform_target(kafka_order, previous, partitions)
+        if expected != uniform_target([a, b2], previous, partitions):
+            return StaticReplacementCase(a, b, b2, c, partitions, tuple(targets), kafka_order, expected)
+    raise AssertionError("no member ids found whose replaced place changes the uniform target")

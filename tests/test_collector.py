@@ -279,6 +279,20 @@ def test_kip848_groups_are_cooperative_with_server_assignor_names_and_target_ass
     assert update["group_state"] == "STABLE"
 
 
+def test_a_kip848_target_keeps_the_order_the_coordinator_listed_it_in():
+    """The coordinator lists a target in its HashMap's order, which Kafka's uniform assignor walks
+    next time (tests/streaming/test_collector_fed.py): the events and a restarted collector's views
+    keep it; only duplicates go."""
+    listed = (("c", 1), ("c", 0), ("b", 0), ("a", 2), ("a", 0), ("c", 1))
+    group = orders(MemberSnapshot("m1", assignment=(), target_assignment=listed), assignor="uniform",
+                   type="consumer", state="RECONCILING")
+    c = Collector()
+    events = c.observe(snapshot(T0, group, topics=(TopicSnapshot("a", 3), TopicSnapshot("b", 1), TopicSnapshot("c", 2))))
+    [join] = membership(events, "join")
+    assert [(p["topic"], p["partition"]) for p in join["target_partitions"]] == list(listed[:5])
+    assert views_from_events([e.value for e in events]) == c.views
+
+
 @pytest.mark.parametrize("raw,group_protocol,expected", [
     ("range", "classic", "range"), ("cooperative-sticky", "classic", "cooperative-sticky"),
     ("roundrobin", "classic", "roundrobin"), ("uniform", "consumer", "uniform"),

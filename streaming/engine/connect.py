@@ -10,6 +10,8 @@ hands the revoked work out; a ``delay_ms`` becomes a scheduled rebalance at ``ev
 
 from __future__ import annotations
 
+from typing import Container, Mapping
+
 from assignors.connect import assign_connect_eager, assign_connect_incremental
 from assignors.connect.codec import EAGER, INCREMENTAL
 from assignors.connect.model import (
@@ -102,19 +104,7 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
     configured = {("connector", c) for c in connectors}
     configured |= {("task", f"{c}-{i}") for c, n in connectors.items() for i in range(n)}
 
-    revocations = []
-    for (unit, unit_id), mid in previous_owner.items():
-        if new_owner.get((unit, unit_id)) == mid:
-            continue
-        if mid not in s.members:
-            reason = "member_left"
-        elif (unit, unit_id) not in configured:
-            reason = "deleted"
-        else:
-            # Eager workers give everything up; the incremental assignor revokes to balance the load.
-            reason = "balance" if assignor == INCREMENTAL else "moved"
-        revocations.append({"member_id": mid, "to_member": new_owner.get((unit, unit_id)), "reason": reason,
-                            "unit": unit, "unit_id": unit_id})
+    revocations = revocation_rows(previous_owner, new_owner, s.members, configured, assignor == INCREMENTAL)
 
     if result is not None:
         revoked = sum(len(w.revoked_connectors) + len(w.revoked_tasks) for w in result.workers.values())
@@ -124,20 +114,11 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
     else:  # nobody left to run anything: all of the group's work waits for a worker
         revoked, lost_pending, delay_ms, held_back = 0, len(configured), 0, set()
     task_owner = {k[1]: v for k, v in new_owner.items() if k[0] == "task"}
-    previous_task_owner = {k[1]: v for k, v in previous_owner.items() if k[0] == "task"}
-    task_counts = [len(assignment[m.member_id]["tasks"]) for m in members]
-    connector_counts = [len(assignment[m.member_id]["connectors"]) for m in members]
-    balance = unit_balance("task", task_counts, previous_task_owner, task_owner, s.members)
     # Withheld by a revocation round (lost work waiting for its worker is counted in lost_pending).
-    balance["unassigned"] = (len({u for kind, u in configured if kind == "task"} - set(task_owner) - held_back)
-                             if result is not None else 0)
-    balance.update(
-        connectors=sum(connector_counts), tasks=sum(task_counts),
-        min_connectors_per_worker=min(connector_counts, default=None),
-        max_connectors_per_worker=max(connector_counts, default=None),
-        min_tasks_per_worker=min(task_counts, default=None), max_tasks_per_worker=max(task_counts, default=None),
-        lost_pending=lost_pending, revoked=revoked, delay_ms=delay_ms,
-        scheduled_rebalance_at=at + delay_ms if delay_ms else None)
+    unassigned = (len({u for kind, u in configured if kind == "task"} - set(task_owner) - held_back)
+                  if result is not None else 0)
+    balance = balance_columns(at, [m.member_id for m in members], assignment, previous_owner, new_owner,
+                              unassigned=unassigned, lost_pending=lost_pending, revoked=revoked, delay_ms=delay_ms)
     record_generation(batch, at, pending, Generation(
         assignor=assignor, protocol="eager" if assignor == EAGER else "cooperative",
         holdings=[{"member_id": m.member_id, "partitions": [], "connectors": assignment[m.member_id]["connectors"],
@@ -149,3 +130,45 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
     lost_due = at + (delay_ms if result is not None else max_delay) if lost_pending else None
     batch.alerts.on_connect_generation(at, lost_pending, lost_due)
     s.task_assignment = assignment
+
+
+def revocation_rows(previous_owner: Mapping[tuple[str, str], str], new_owner: Mapping[tuple[str, str], str],
+                    members: Container[str], configured: Container[tuple[str, str]], incremental: bool) -> list[dict]:
+    """Every connector and task a worker held and no longer holds, as ``revocations`` columns: to
+    whom it goes (None: nobody yet) and why. Units are ``(unit, id)``: ``("connector", name)``,
+    ``("task", "<connector>-<n>")``."""
+    out = []
+    for (unit, unit_id), mid in previous_owner.items():
+        if new_owner.get((unit, unit_id)) == mid:
+            continue
+        if mid not in members:
+            reason = "member_left"
+        elif (unit, unit_id) not in configured:
+            reason = "deleted"
+        else:
+            # Eager workers give everything up; the incremental assignor revokes to balance the load.
+            reason = "balance" if incremental else "moved"
+        out.append({"member_id": mid, "to_member": new_owner.get((unit, unit_id)), "reason": reason,
+                    "unit": unit, "unit_id": unit_id})
+    return out
+
+
+def balance_columns(at: int, members: list[str], assignment: Mapping[str, Mapping[str, list]],
+                    previous_owner: Mapping[tuple[str, str], str], new_owner: Mapping[tuple[str, str], str], *,
+                    unassigned: int, lost_pending: int, revoked: int, delay_ms: int) -> dict:
+    """The ``balance_metrics`` columns of a Connect generation: the balance over connector tasks
+    (:func:`~streaming.engine.generation.unit_balance`) and Connect's own columns.
+    ``assignment``: worker -> {"connectors", "tasks"} after the generation, for ``members`` in order."""
+    task_owner = {u: mid for (kind, u), mid in new_owner.items() if kind == "task"}
+    previous_task_owner = {u: mid for (kind, u), mid in previous_owner.items() if kind == "task"}
+    task_counts = [len(assignment[mid]["tasks"]) for mid in members]
+    connector_counts = [len(assignment[mid]["connectors"]) for mid in members]
+    balance = unit_balance("task", task_counts, previous_task_owner, task_owner, members)
+    balance.update(
+        unassigned=unassigned, connectors=sum(connector_counts), tasks=sum(task_counts),
+        min_connectors_per_worker=min(connector_counts, default=None),
+        max_connectors_per_worker=max(connector_counts, default=None),
+        min_tasks_per_worker=min(task_counts, default=None), max_tasks_per_worker=max(task_counts, default=None),
+        lost_pending=lost_pending, revoked=revoked, delay_ms=delay_ms,
+        scheduled_rebalance_at=at + delay_ms if delay_ms else None)
+    return balance

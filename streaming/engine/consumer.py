@@ -18,7 +18,7 @@ from typing import Mapping
 from assignors import COOPERATIVE_ASSIGNORS, GroupSpec, MemberSpec, TopicPartition, assign
 from assignors.errors import RebalanceMonitorError
 from assignors.metrics import balance_metrics
-from assignors.timeline_order import MemberTable, coordinator_member_order
+from assignors.timeline_order import MemberTable, next_target
 
 from streaming.engine.batch import Batch
 from streaming.engine.generation import (
@@ -107,11 +107,7 @@ def _in_assignor_order(s: GroupState, assignor: str, pending: PendingRebalance |
         earlier = set(s.member_order)
         order = [m for m in s.member_order if m in s.members] + [m for m in s.members if m not in earlier]
     else:
-        table = s.member_table or MemberTable()
-        order = coordinator_member_order(table, list(s.members))
-        in_table = set(table.layout)
-        s.member_table = table.changed(removed=[m for m in table.layout if m not in s.members],
-                                       joined=[m for m in s.members if m not in in_table])
+        order, s.member_table = next_target(s.member_table or MemberTable(), list(s.members))
         s.member_order = tuple(order)
     return [s.members[m] for m in order]
 

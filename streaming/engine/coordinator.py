@@ -11,6 +11,10 @@ Then the project's own assignor runs on the exact inputs the coordinator recorde
 subscription, owned partitions, member generation, static id and rack; the group's protocol names
 the assignor) and ``assignment_checks`` says whether it gives the assignment the group got.
 
+A Kafka Connect cluster (protocol type ``connect``) shares the membership part (members joining and
+leaving, the cause); its workers run connectors and tasks, which :mod:`.connect_recorded` records
+and checks.
+
 Records arrive in the log's order and wait in the group's backlog until the topic catalog
 (:mod:`.topic_catalog`) covers their time, because partition counts are part of what is measured.
 A record the group has already applied (a replay) is skipped by its offset.
@@ -25,16 +29,19 @@ from assignors.errors import RebalanceMonitorError
 from assignors.metrics import balance_metrics
 from schemas.rows import AssignmentCheckRow, MemberEventRow
 
-from streaming.engine import kip848, live_group
+from streaming.engine import connect_recorded, kip848, live_group
 from streaming.engine.batch import Batch
 from streaming.engine.consumer import revocations
-from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember
+from streaming.engine.coordinator_events import (
+    RECORDED_STATE,
+    ConsumerGroupRecord,
+    CoordinatorGeneration,
+    CoordinatorMember,
+)
 from streaming.engine.generation import Generation, partition_balance, record_generation
-from streaming.engine.state import Member, PendingRebalance
+from streaming.engine.state import CONNECT, Member, PendingRebalance
 from streaming.engine.topic_catalog import TopicCatalog
 
-#: The state a generation's record is written in: the leader's SyncGroup has been accepted.
-RECORDED_STATE = "STABLE"
 #: Assignors whose generations are cooperative: the client-side cooperative one, and KIP-848's
 #: server-side ones (members revoke before they are given partitions).
 COOPERATIVE = COOPERATIVE_ASSIGNORS | set(kip848.ASSIGNOR_NAMES.values())
@@ -70,7 +77,7 @@ def apply_recorded(batch: Batch, item: Recorded, catalog: TopicCatalog) -> None:
     g = kip848.fold(batch, item, catalog) if isinstance(item, ConsumerGroupRecord) else item
     if g is None or (not g.members and s.generation == 0):
         # Empty before any generation was recorded: a new group, all that compaction kept of an idle
-        # one, or a group of another kind (Connect) going Empty: nothing happened here to record.
+        # one, or a group of a kind this source does not record going Empty: nothing to record.
         return
     _record(batch, g, catalog)
 
@@ -79,12 +86,19 @@ def _record(batch: Batch, g: CoordinatorGeneration, catalog: TopicCatalog) -> No
     """Record one generation the coordinator wrote, and check it against the project's assignor."""
     s = batch.state
     at = max(g.event_time, s.frontier)
-    subscribed = {t for m in g.members for t in m.topics}
-    topics = _with_assigned(catalog.as_of(g.event_time, subscribed), g.members)
-    s.topics = topics
-    if g.protocol:
-        s.assignor = g.protocol
-        s.protocol = "cooperative" if g.protocol in COOPERATIVE else "eager"
+    # A Connect group's Empty record says "connect" too; its workers run connectors, not partitions.
+    connect = g.protocol_type == CONNECT
+    if connect:
+        s.group_type = CONNECT
+        if g.protocol:
+            connect_recorded.adopt_protocol(s, g.protocol)
+    else:
+        subscribed = {t for m in g.members for t in m.topics}
+        topics = _with_assigned(catalog.as_of(g.event_time, subscribed), g.members)
+        s.topics = topics
+        if g.protocol:
+            s.assignor = g.protocol
+            s.protocol = "cooperative" if g.protocol in COOPERATIVE else "eager"
     before = s.members
     members = {m.member_id: _member(m, before.get(m.member_id), at) for m in g.members}
     joined = [mid for mid in members if mid not in before]
@@ -98,6 +112,13 @@ def _record(batch: Batch, g: CoordinatorGeneration, catalog: TopicCatalog) -> No
         s.assignment = {mid: list(m.assignment or ()) for mid, m in zip(members, g.members)}
         return
     _member_events(batch, at, g, before, members, joined, departed, replaced)
+    trigger, trigger_member = _cause(before, members, joined, departed, replaced, s.coordinator_phase)
+    if connect:
+        if trigger == "unknown":
+            trigger, trigger_member = connect_recorded.quiet_cause(s, g, at)
+        s.members = members
+        connect_recorded.record(batch, at, g, PendingRebalance(at, at, trigger, trigger_member))
+        return
     held = s.assignment
     new_assignment = {m.member_id: list(m.assignment or ()) for m in g.members}
     previous_owner = {tp: mid for mid, tps in held.items() for tp in tps}
@@ -105,7 +126,6 @@ def _record(batch: Batch, g: CoordinatorGeneration, catalog: TopicCatalog) -> No
                      group_id=s.group_id)
     metrics = balance_metrics(spec, new_assignment, previous_owners=previous_owner)
     phase = _phase(s.coordinator_phase, g.protocol, metrics.unassigned, bool(members))
-    trigger, trigger_member = _cause(before, members, joined, departed, replaced, s.coordinator_phase)
     s.members = members
     record_generation(batch, at, PendingRebalance(at, at, trigger, trigger_member), Generation(
         assignor=g.protocol or s.assignor_name(), protocol=s.protocol,
@@ -134,10 +154,13 @@ def _with_assigned(topics: dict[str, TopicSpec], members: Iterable[CoordinatorMe
 
 
 def _member(m: CoordinatorMember, previous: Member | None, at: int) -> Member:
+    # A Connect worker's join metadata, under the names the event-topic Connect path keeps it.
+    task_metadata = {"worker_url": m.connect.url, "config_offset": m.connect.config_offset} if m.connect else {}
     return Member(member_id=m.member_id, topics=m.topics, joined_at=previous.joined_at if previous else at,
                   last_seen=at, session_timeout_ms=m.session_timeout_ms or 45_000,
                   group_instance_id=m.group_instance_id, client_id=m.client_id, host=m.host, rack=m.rack,
-                  reported_owned=m.owned_partitions, reported_generation=m.member_generation, expires=False)
+                  reported_owned=m.owned_partitions, reported_generation=m.member_generation, expires=False,
+                  task_metadata=task_metadata)
 
 
 def _static_replacements(before, members, joined, departed) -> dict[str, str]:

@@ -310,6 +310,14 @@ class MembershipEvent:
     # -- derived ---------------------------------------------------------------------------------
 
     @property
+    def held_partitions(self) -> tuple[TopicPartition, ...] | None:
+        """What the member holds as the assignor sees it: for a KIP-848 member seen by the collector
+        its target assignment, listed as the coordinator lists it (the server-side assignor starts
+        from the target and walks it in that order: assignors/server_group.py); else its owned
+        partitions. None: the event says neither."""
+        return self.target_partitions if self.target_partitions is not None else self.owned_partitions
+
+    @property
     def from_collector(self) -> bool:
         """Observed in a live cluster by the collector: ``owned_partitions`` is the actual assignment."""
         return self.source == COLLECTOR

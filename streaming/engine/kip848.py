@@ -16,7 +16,7 @@ Topic ids become names through the topic catalog (the observed cluster's descrip
 from __future__ import annotations
 
 from assignors import TopicPartition
-from assignors.timeline_order import MemberTable, coordinator_member_order
+from assignors.timeline_order import MemberTable, next_target
 
 from streaming.engine.batch import Batch
 from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember
@@ -37,8 +37,11 @@ def fold(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> Coordin
     members, targets = fold_state["members"], fold_state["targets"]
     if r.record_type == MEMBER_METADATA:
         if r.tombstone:
-            members.pop(r.member_id, None)
+            gone = members.pop(r.member_id, None)
+            if gone and gone["group_instance_id"]:  # its instance id may come back under a new id
+                fold_state.setdefault("released", {})[gone["group_instance_id"]] = r.member_id
         else:  # a known member keeps its place: the subscription map's order is join order
+            _maybe_static_replacement(fold_state, r)
             members[r.member_id] = {"topics": list(r.topics or ()), "assignor": r.server_assignor,
                                     "group_instance_id": r.group_instance_id, "client_id": r.client_id,
                                     "host": r.host, "rack": r.rack}
@@ -54,8 +57,19 @@ def fold(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> Coordin
     return None
 
 
+def _maybe_static_replacement(fold_state: dict, r: ConsumerGroupRecord) -> None:
+    """A new member id with the instance id of a member removed since the last target: the static
+    member replaced (the old id's tombstones, then the new id's records, no new target;
+    :meth:`~assignors.timeline_order.MemberTable.replaced`)."""
+    released = fold_state.get("released") or {}
+    old_id = released.pop(r.group_instance_id, None) if r.group_instance_id else None
+    if old_id is not None and r.member_id not in fold_state["members"] and fold_state.get("table"):
+        fold_state["table"] = MemberTable.from_json(fold_state["table"]).replaced(old_id, r.member_id).to_json()
+
+
 def _generation(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> CoordinatorGeneration:
     s = batch.state
+    s.kip848.pop("released", None)  # a target computed since: a later join is a join
     members, targets = s.kip848["members"], s.kip848["targets"]
     named = next((m["assignor"] for m in members.values() if m["assignor"]), None)
     # An Empty group keeps the assignor it had; a member that names none gets the broker's default.
@@ -63,15 +77,15 @@ def _generation(batch: Batch, r: ConsumerGroupRecord, catalog: TopicCatalog) -> 
     # The coordinator handed its assignor the members in its member map's order, the ones that
     # joined in this epoch last (assignors.timeline_order); the check gives ours the same order.
     table = MemberTable.from_json(s.kip848["table"]) if s.kip848.get("table") else MemberTable()
-    order = coordinator_member_order(table, list(members))
-    in_table = set(table.layout)
-    s.kip848["table"] = table.changed(removed=[m for m in table.layout if m not in members],
-                                      joined=[m for m in members if m not in in_table]).to_json()
+    order, table = next_target(table, list(members))
+    s.kip848["table"] = table.to_json()
     out = []
     for member_id in order:
         m = members[member_id]
+        # In the record's order: that of the coordinator's HashMap of topic ids, which the next
+        # epoch's uniform assignor walks (ids sharing a bucket keep it; assignors/server_group.py).
         target = tuple(TopicPartition(catalog.name_of(topic_id) or topic_id, p)
-                       for topic_id, ps in sorted(targets.get(member_id, {}).items()) for p in ps)
+                       for topic_id, ps in targets.get(member_id, {}).items() for p in ps)
         out.append(CoordinatorMember(
             member_id=member_id, topics=tuple(m["topics"]),
             # The server-side assignor starts from the previous target assignment.

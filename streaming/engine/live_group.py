@@ -63,7 +63,7 @@ def observe(batch: Batch, e: MembershipEvent, at: int) -> None:
     if e.type == "leave":
         s.observed.pop(e.member_id, None)
     elif e.member_id:
-        actual = e.target_partitions if e.target_partitions is not None else e.owned_partitions
+        actual = e.held_partitions
         if actual is not None:
             s.observed[e.member_id] = list(actual)
     s.check_due_at = at

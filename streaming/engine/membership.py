@@ -81,7 +81,7 @@ def _apply(batch: Batch, e: MembershipEvent, at: int, late: bool) -> None:
             member_id=member_id, topics=topics, joined_at=at, last_seen=at,
             session_timeout_ms=e.session_timeout_ms or DEFAULT_SESSION_TIMEOUT_MS,
             group_instance_id=e.group_instance_id, client_id=e.client_id, host=e.host, rack=e.rack,
-            reported_owned=e.owned_partitions or (),
+            reported_owned=e.held_partitions or (),
             reported_generation=e.generation if e.generation is not None else -1,
             expires=not e.from_collector, task_metadata=e.task_metadata())
         s.members[member_id] = member
@@ -134,6 +134,8 @@ def _static_rejoin(batch: Batch, e: MembershipEvent, previous: Member, at: int, 
             by_member[new_id] = by_member.pop(old_id)
     if s.connect_leader == old_id:
         s.connect_leader = new_id
+    if s.member_table is not None:  # a KIP-848 group: the coordinator's member map changes now
+        s.member_table = s.member_table.replaced(old_id, new_id)
     previous.task_metadata = {**previous.task_metadata, **e.task_metadata()}
     previous.last_seen = at
     previous.client_id = e.client_id or previous.client_id

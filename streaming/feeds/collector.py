@@ -195,6 +195,17 @@ def _sorted(tps: Iterable[TopicPartition] | None) -> Assignment | None:
     return None if tps is None else tuple(sorted({(str(t), int(p)) for t, p in tps}))
 
 
+def _as_listed(tps: Iterable[TopicPartition] | None) -> Assignment | None:
+    """A KIP-848 target assignment in the order the coordinator listed it (duplicates dropped).
+
+    The order is not noise: it is the iteration order of the coordinator's ``HashMap`` of topic
+    ids, and where two ids share a bucket only this order says which comes first. Kafka's uniform
+    assignor trims a member over its quota in that order (assignors/server_group.py), so a sorted
+    target makes the job compute another assignment than the coordinator whenever two of a
+    member's topic ids collide."""
+    return None if tps is None else tuple(dict.fromkeys((str(t), int(p)) for t, p in tps))
+
+
 def _partitions(tps: Assignment | None) -> list[dict] | None:
     return None if tps is None else [{"topic": t, "partition": p} for t, p in tps]
 
@@ -234,7 +245,7 @@ def _view_of(g: GroupSnapshot, old: GroupView | None, topics: Mapping[str, Topic
         before = old_members.get(m.member_id)
         if g.assignments_known:
             owned = _sorted(m.assignment) if m.assignment is not None else ()
-            target = _sorted(m.target_assignment) if g.type == CONSUMER else None
+            target = _as_listed(m.target_assignment) if g.type == CONSUMER else None
         else:
             owned = before.owned if before else None
             target = before.target if before else None
@@ -416,9 +427,10 @@ class Collector:
 
 # -- a restarted collector: what did it tell the job before? ------------------------------------
 
-def _assignment_field(value: Mapping, name: str) -> Assignment | None:
+def _assignment_field(value: Mapping, name: str, as_kept=_sorted) -> Assignment | None:
+    """An event's partitions as the collector's views keep them (``_sorted``, or ``_as_listed``)."""
     parts = value.get(name)
-    return None if parts is None else _sorted((p["topic"], p["partition"]) for p in parts)
+    return None if parts is None else as_kept((p["topic"], p["partition"]) for p in parts)
 
 
 def views_from_events(events: Iterable[Mapping], group_ids: Iterable[str] | None = None) -> dict[str, GroupView]:
@@ -462,7 +474,8 @@ def views_from_events(events: Iterable[Mapping], group_ids: Iterable[str] | None
         g["members"][e["member_id"]] = MemberView(
             member_id=e["member_id"], client_id=e.get("client_id"), host=e.get("host"),
             group_instance_id=e.get("group_instance_id"), topics=g["topics"],
-            owned=_assignment_field(e, "owned_partitions"), target=_assignment_field(e, "target_partitions"))
+            owned=_assignment_field(e, "owned_partitions"),
+            target=_assignment_field(e, "target_partitions", _as_listed))
     return {group_id: GroupView(group_id=group_id, group_protocol=g["group_protocol"], raw_assignor=g["raw_assignor"],
                                 state=g["state"], topics=g["topics"], workload=g["workload"],
                                 members=dict(sorted(g["members"].items())))

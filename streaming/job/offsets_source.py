@@ -6,8 +6,9 @@ before any row reaches Python; the rest is decoded before the shuffle (:func:`de
 Arrow function on the executors) into the operator's input columns
 (:data:`~streaming.job.operator_input.INPUT_COLUMNS`):
 
-* a classic group's ``GroupMetadata`` record of protocol type ``consumer`` (or of an Empty group)
-  becomes a :data:`COORDINATOR` row keyed by its group id, whose payload is an
+* a classic group's ``GroupMetadata`` record of protocol type ``consumer`` or ``connect`` (a Kafka
+  Connect cluster on a protocol Connect knows: ``default``, ``compatible``, ``sessioned``), or of an
+  Empty group, becomes a :data:`COORDINATOR` row keyed by its group id, whose payload is an
   :class:`~streaming.engine.events.CoordinatorGeneration`;
 * a record that cannot be decoded (an unknown type or version, a truncated value, garbage) becomes
   a refused row with the decoder's reason, bound for ``rejected_events``; the job keeps running;
@@ -15,7 +16,8 @@ Arrow function on the executors) into the operator's input columns
   :data:`COORDINATOR` rows too, whose payload is a
   :class:`~streaming.engine.coordinator_events.ConsumerGroupRecord` (the engine folds them);
 * everything else (offset commits that got this far, members' current assignments (type 8), share
-  and KIP-1071 Streams groups' records, classic tombstones, Connect groups) is decoded and set aside.
+  and KIP-1071 Streams groups' records, classic tombstones, classic groups of other protocol types)
+  is decoded and set aside.
 
 The topic-metadata topic (:mod:`streaming.feeds.topic_metadata`) is read beside it: each
 description becomes a :data:`TOPIC_METADATA` row that the job hands to every state bucket.
@@ -27,9 +29,16 @@ import json
 from typing import Iterator
 
 from streaming.coordinator_log import CoordinatorRecordError, RecordType, decode, kafka_uuid
+from streaming.coordinator_log.connect_protocol import ConnectAssignment, ConnectWorkerMetadata
 from streaming.coordinator_log.consumer_protocol import STICKY, StickyUserData
 from streaming.coordinator_log.records import GroupMetadataValue
-from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration, CoordinatorMember
+from streaming.engine.coordinator_events import (
+    ConnectWork,
+    ConnectWorker,
+    ConsumerGroupRecord,
+    CoordinatorGeneration,
+    CoordinatorMember,
+)
 from assignors import TopicPartition
 
 #: Operator input kinds of this source's rows.
@@ -48,12 +57,18 @@ def _partitions(topic_partitions) -> tuple[TopicPartition, ...]:
     return tuple(TopicPartition(t.topic, p) for t in topic_partitions for p in t.partitions)
 
 
+#: The classic groups' protocol types this source records.
+RECORDED_PROTOCOL_TYPES = ("consumer", "connect")
+
+
 def generation_of(group_id: str, value: GroupMetadataValue, partition: int, offset: int,
                   timestamp: int) -> CoordinatorGeneration | None:
     """A ``GroupMetadata`` value as the engine's input; None for groups this source does not record
-    yet (protocol types other than ``consumer``: Connect, or a custom one)."""
-    if value.members and value.protocol_type != "consumer":
+    (a custom protocol type, or a Connect group on a protocol Connect does not know)."""
+    if value.members and value.protocol_type not in RECORDED_PROTOCOL_TYPES:
         return None
+    if value.protocol_type == "connect":
+        return _connect_generation(group_id, value, partition, offset, timestamp)
     members = []
     for m in value.members:
         sub, assignment = m.decoded_subscription, m.decoded_assignment
@@ -74,6 +89,38 @@ def generation_of(group_id: str, value: GroupMetadataValue, partition: int, offs
     return CoordinatorGeneration(group_id=group_id, event_time=timestamp, partition=partition, offset=offset,
                                  generation=value.generation, protocol_type=value.protocol_type,
                                  protocol=value.protocol, leader=value.leader, members=tuple(members))
+
+
+def _connect_generation(group_id: str, value: GroupMetadataValue, partition: int, offset: int,
+                        timestamp: int) -> CoordinatorGeneration | None:
+    members = []
+    for m in value.members:
+        metadata = m.decoded_subscription
+        if not isinstance(metadata, ConnectWorkerMetadata):
+            return None  # a protocol Connect does not know: its bytes were kept raw, nothing to read
+        assignment = m.decoded_assignment if isinstance(m.decoded_assignment, ConnectAssignment) else None
+        worker = ConnectWorker(
+            url=metadata.url, config_offset=metadata.config_offset, held=_work(metadata.allocation),
+            assigned=_work(assignment),
+            revoked=ConnectWork(assignment.revoked_connectors, _tasks(assignment.revoked_tasks)) if assignment
+            else ConnectWork(),
+            delay_ms=assignment.delay_ms if assignment else 0, error=assignment.error if assignment else 0,
+            leader_config_offset=assignment.config_offset if assignment else None)
+        members.append(CoordinatorMember(
+            member_id=m.member_id, topics=(), group_instance_id=m.group_instance_id, client_id=m.client_id,
+            host=m.client_host, session_timeout_ms=m.session_timeout, connect=worker))
+    return CoordinatorGeneration(group_id=group_id, event_time=timestamp, partition=partition, offset=offset,
+                                 generation=value.generation, protocol_type=value.protocol_type,
+                                 protocol=value.protocol, leader=value.leader, members=tuple(members))
+
+
+def _tasks(tasks) -> tuple[tuple[str, int], ...]:
+    return tuple((t.connector, t.task) for t in tasks)
+
+
+def _work(assignment: ConnectAssignment | None) -> ConnectWork | None:
+    """Connectors and tasks of an assignment (a worker's previous allocation, or the one it got)."""
+    return ConnectWork(assignment.connectors, _tasks(assignment.tasks)) if assignment is not None else None
 
 
 def _shown(data: bytes | None) -> str | None:

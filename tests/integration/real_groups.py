@@ -342,6 +342,24 @@ class CollectorThread(threading.Thread):
         return self.results
 
 
+#: A KIP-848 group's script: +k = k members join, -k = the k oldest leave.
+KIP848_STEPS = (1, 1, 2, -1, 1, -2)
+
+
+def play_steps(group: "RealGroup", steps=KIP848_STEPS, after_each=lambda: None) -> None:
+    """Play ``steps`` on ``group``, settling after each change; joins one member at a time, so that
+    the join order is the coordinator's."""
+    for step in steps:
+        if step > 0:
+            for _ in range(step):
+                group.join(1)
+                group.settle()
+        else:
+            group.leave(group.consumers[:-step])
+            group.settle()
+        after_each()
+
+
 def collect_options(config: Config, observed_bootstrap: str, *group_ids: str,
                     interval_s: float = COLLECT_INTERVAL_S, timeout_s: float = 5.0) -> CollectOptions:
     """The collector watching ``group_ids`` on ``observed_bootstrap`` and writing to the job's topics."""
@@ -421,3 +439,90 @@ def general_builder_answer(previous: Assignment, members: Iterable[str], topics:
     for g, position in enumerate(owner.tolist()):
         out[ordered[position]].add((objects[g].topic, objects[g].partition))
     return {m: frozenset(tps) for m, tps in out.items()}
+
+
+# -- topics whose ids share a bucket of the coordinator's HashMap ---------------------------------
+
+def topics_with_colliding_ids(bootstrap: str, prefix: str, partitions: tuple[int, int, int],
+                              candidates: int = 8) -> dict[str, int]:
+    """Three topics (``<prefix>-a``, ``-b``, ``-c`` in name order, with ``partitions``) where b's
+    and c's ids share a bucket of the coordinator's HashMap<Uuid>: there, only the order in which
+    the coordinator listed a target says which of them Kafka's uniform assignor walks first (the
+    flaky case of issue 16). The broker picks ids at random, so ``candidates`` b and c topics are
+    created and a colliding pair is kept, one where the coordinator will list c before b and that
+    order decides a target if there is one (8 x 8 pairs: none collide in about 1.6% of runs, and
+    then the run is an ordinary one; printed); the rest are deleted."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka._model import TopicCollection
+
+    from assignors.java_order import bucket_index, uuid_hash
+    from assignors.model import topic_id_from_string
+    from streaming.cli.collect import admin_client, topic_snapshot
+    from streaming.feeds.kafka_io import delete_topics, ensure_topics
+
+    a, b, c = partitions
+    bs = [f"{prefix}-b{i}" for i in range(candidates)]
+    cs = [f"{prefix}-c{i}" for i in range(candidates)]
+    ensure_topics(bootstrap, [f"{prefix}-a"], partitions=a)
+    ensure_topics(bootstrap, bs, partitions=b)
+    ensure_topics(bootstrap, cs, partitions=c)
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 30
+    while True:  # a topic just created may not be in the broker's metadata yet
+        try:
+            described = admin.describe_topics(TopicCollection([f"{prefix}-a"] + bs + cs))
+            ids = {t: topic_snapshot(f.result(timeout=30)).topic_id for t, f in described.items()}
+            break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    bucket = {t: bucket_index(uuid_hash(topic_id_from_string(ids[t]))) for t in bs + cs}
+    colliding = [(x, y) for x in bs for y in cs if bucket[x] == bucket[y]]
+    decisive = [pair for pair in colliding if _listed_against_name_order_decides(
+        {f"{prefix}-a": a, pair[0]: b, pair[1]: c}, ids)]
+    pair = (decisive or colliding or [(bs[0], cs[0])])[0]
+    print(f"topic ids: {len(colliding)} colliding pairs of {candidates * candidates}, {len(decisive)} where the "
+          f"coordinator lists c before b and that decides the second member's target; kept {pair}")
+    delete_topics(bootstrap, [t for t in bs + cs if t not in pair])
+    return {f"{prefix}-a": a, pair[0]: b, pair[1]: c}
+
+
+def _listed_against_name_order_decides(topics: dict[str, int], ids: Mapping[str, str]) -> bool:
+    """Whether the coordinator, assigning ``topics`` (a, b, c by name) to a first member alone, lists
+    c before b in its target, and whether that order, rather than name order, decides what uniform
+    leaves it when a second member joins. The fresh homogeneous builder walks the topics in
+    HashSet<Uuid> order and adds each to the target with ``HashMap.computeIfAbsent``, which puts a
+    new key at the head of its bucket: two ids sharing a bucket come out in reverse walk order."""
+    from assignors.java_order import bucket_index, string_hash
+    from assignors.model import topic_id_from_string
+    from assignors.server_group import server_group
+
+    from tests.stories import uniform_after_second_join
+
+    specs = {n: TopicSpec(n, k, topic_id=topic_id_from_string(ids[n])) for n, k in topics.items()}
+    a, b, c = names = tuple(topics)
+    if bucket_index(string_hash(b)) == bucket_index(string_hash(c)):
+        # The joining member's HashSet of names is filled in the order its client listed them (the
+        # type-5 record sorts them): with b and c in one bucket, that unseen order decides the walk.
+        return False
+    walk = server_group(GroupSpec(members=(MemberSpec("m1", names),), topics=specs)).homogeneous_topics
+    if walk.index(b) > walk.index(c):  # listed b before c: name order, nothing to tell apart
+        return False
+
+    def second_join(order):
+        return uniform_after_second_join([(t, p) for t in order for p in range(topics[t])], specs)
+    return second_join((c, b, a)) != second_join((a, b, c))
+
+
+def listed_topic_orders(collector: "CollectorThread") -> list[tuple[str, ...]]:
+    """Each distinct order of topics in which the coordinator listed a member's target assignment,
+    as the collector saw it (what says whether a run exercised the colliding ids against name order)."""
+    orders: list[tuple[str, ...]] = []
+    for view in collector.views:
+        for g in view.values():
+            for m in g.members.values():
+                order = tuple(dict.fromkeys(t for t, _ in m.target or ()))
+                if len(order) > 1 and order not in orders:
+                    orders.append(order)
+    return orders

@@ -49,10 +49,30 @@ def _catalog_for(gens: list[CoordinatorGeneration], at: int = T0 - 1) -> TopicCa
         for m in g.members:
             for tp in m.assignment or ():
                 counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+    return _catalog([{"name": t, "partitions": n} for t, n in sorted(counts.items())], at)
+
+
+def _catalog(topics: list[dict], at: int = T0 - 1) -> TopicCatalog:
+    """A description of ``topics`` at ``at`` (before the records), and a marker after the last."""
     catalog = TopicCatalog()
-    catalog.apply({"event_time": at, "topics": [{"name": t, "partitions": n} for t, n in sorted(counts.items())]})
+    catalog.apply({"event_time": at, "topics": topics})
     catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
     return catalog
+
+
+def _record_maker(group_id: str = "g"):
+    """A maker of KIP-848 records of ``group_id``, numbered in the order they are made (the log's)."""
+    from itertools import count
+
+    from streaming.engine.coordinator_events import ConsumerGroupRecord
+
+    offsets = count()
+
+    def record(record_type: int, member_id: str | None = None, **fields) -> ConsumerGroupRecord:
+        offset = next(offsets)
+        return ConsumerGroupRecord(group_id=group_id, event_time=T0 + offset, partition=0, offset=offset,
+                                   record_type=record_type, member_id=member_id, **fields)
+    return record
 
 
 def _run(group_id: str, batches: list[list[CoordinatorGeneration]], catalog: TopicCatalog):
@@ -251,10 +271,7 @@ def _kip848(group_id: str):
         for topic_id, ps in (r.target or {}).items() if hasattr(r, "target") else ():
             sizes[topic_id] = max(sizes.get(topic_id, 0), max(ps) + 1)
     names = {6: f"{group_id}-t", 2: f"{group_id}-t2"}
-    catalog = TopicCatalog()
-    catalog.apply({"event_time": T0 - 1, "topics": [{"name": names[n], "partitions": n, "topic_id": topic_id}
-                                                     for topic_id, n in sizes.items()]})
-    catalog.apply({"event_time": T0 + 10**9, "unchanged": True})
+    catalog = _catalog([{"name": names[n], "partitions": n, "topic_id": topic_id} for topic_id, n in sizes.items()])
     return records, catalog, {v: k for k, v in sizes.items()}
 
 
@@ -299,14 +316,6 @@ def test_a_kip848_fold_does_not_depend_on_batch_boundaries():
     assert [r.to_json() for r in split] == [r.to_json() for r in whole]
 
 
-def test_groups_this_source_does_not_record_leave_no_generation_when_they_go_empty():
-    for group_id in ("cap-connect-eager", "cap-connect-sessioned"):
-        gens = _generations(group_id)
-        assert gens and all(not g.members for g in gens)  # only their Empty records reach the engine
-        rows, state = _run(group_id, [gens], _catalog_for(gens))
-        assert rows == [] and state.generation == 0
-
-
 def test_the_publisher_writes_a_full_description_when_something_changed_else_a_marker():
     from streaming.feeds.topic_metadata import TopicMetadataPublisher
 
@@ -328,3 +337,71 @@ def test_the_publisher_writes_a_full_description_when_something_changed_else_a_m
     for _, v in sent:
         catalog.apply(v)
     assert {n: t.partitions for n, t in catalog.as_of(2500, ["orders", "payments"]).items()} == {"orders": 6}
+
+
+def test_a_kip848_target_record_is_walked_in_the_order_it_lists_its_topics():
+    """The type-7 record lists a member's target in the coordinator's HashMap order, and Kafka's
+    uniform assignor walks the next epoch's previous target in that order (topic ids b and c share
+    a bucket: m1 keeps the one listed first whole). The fold must keep the record's order: sorted
+    by topic id, the engine computes another target than the coordinator's (asserted)."""
+    from assignors.model import topic_id_string
+
+    from tests.stories import COLLIDING_COUNTS, COLLIDING_IDS, uniform_after_second_join
+
+    ids = {n: topic_id_string(u) for n, u in COLLIDING_IDS.items()}
+    # b and c listed against their ids' order, which is what a sort by topic id would give.
+    pair = sorted("bc", key=ids.get, reverse=True)
+    listed = [(t, p) for t in (*pair, "a") for p in range(COLLIDING_COUNTS[t])]
+    expected = uniform_after_second_join(listed)
+    assert expected != uniform_after_second_join(sorted(listed, key=lambda tp: (ids[tp[0]], tp[1])))
+
+    def target_of(tps):
+        out: dict[str, list[int]] = {}
+        for topic, p in tps:
+            out.setdefault(ids[topic], []).append(p)
+        return {t: tuple(ps) for t, ps in out.items()}
+
+    record = _record_maker()
+
+    def joined(member_id):
+        return record(5, member_id, topics=tuple(COLLIDING_COUNTS), server_assignor="uniform")
+
+    records = [joined("m1"), record(3, epoch=1), record(7, "m1", target=target_of(listed)), record(6, epoch=1),
+               joined("m2"), record(3, epoch=2), record(7, "m1", target=target_of(expected["m1"])),
+               record(7, "m2", target=target_of(expected["m2"])), record(6, epoch=2)]
+    catalog = _catalog([{"name": n, "partitions": k, "topic_id": ids[n]} for n, k in COLLIDING_COUNTS.items()])
+    for batches in ([records], [records[:4], records[4:]]):  # the order survives the state store too
+        rows, _ = _run("g", batches, catalog)
+        assert [(c["generation"], c["agrees"]) for c in _table(rows, tables.ASSIGNMENT_CHECKS)] == [(1, True), (2, True)]
+
+
+def test_a_static_replacement_in_the_log_puts_the_new_id_in_its_own_place_in_the_member_map():
+    """The coordinator's records of a static member restarting under a new id: the old id's
+    tombstones, then the new id's metadata and target, and no new target epoch. When a member then
+    leaves, the fold must walk the new id in its own place in the member map (which decides who
+    keeps the extra partition), not as a member joining last."""
+    from tests.stories import static_replacement_case
+
+    case = static_replacement_case()
+    topic_id = "AAAAAAAAAAAAAAAAAAAAAg"  # Uuid(0, 2)
+    record = _record_maker()
+
+    def metadata(member_id, instance=None):
+        return record(5, member_id, topics=("t0",), server_assignor="uniform", group_instance_id=instance)
+
+    def epoch(number, targets):
+        return [record(3, epoch=number), *(record(7, m, target={topic_id: tuple(ps)}) for m, ps in targets.items()),
+                record(6, epoch=number)]
+
+    a, b, b2, c = case.a, case.b, case.b2, case.c
+    records = [metadata(a), *epoch(1, case.targets[0]), metadata(b, "i-b"), *epoch(2, case.targets[1]),
+               metadata(c), *epoch(3, case.targets[2])]
+    # replaceMember: the old id removed (current assignment, target, metadata), the new id added.
+    records += [record(8, b, tombstone=True), record(7, b, tombstone=True), record(5, b, tombstone=True),
+                metadata(b2, "i-b"), record(7, b2, target={topic_id: tuple(case.targets[2][b])})]
+    records += [record(7, c, tombstone=True), record(5, c, tombstone=True), *epoch(4, case.expected)]
+    catalog = _catalog([{"name": "t0", "partitions": case.partitions, "topic_id": topic_id}])
+    for batches in ([records], [records[:-5], records[-5:]]):
+        rows, _ = _run("g", batches, catalog)
+        checks = _table(rows, tables.ASSIGNMENT_CHECKS)
+        assert [(c["generation"], c["agrees"]) for c in checks] == [(1, True), (2, True), (3, True), (4, True)], case

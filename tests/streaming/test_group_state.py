@@ -15,6 +15,9 @@ from tests.stories import (
     eager_range_story,
     heartbeats,
     join,
+    leave,
+    static_replacement_case,
+    uniform_target,
     static_bounce_story,
     workload,
 )
@@ -181,14 +184,6 @@ def test_server_side_uniform_group_revokes_before_it_assigns():
     assert [m["unassigned"] for m in rows(outputs, "balance_metrics")] == [0, 2, 0]
 
 
-def _uniform_target(members: list[str], previous: dict[str, list[int]], partitions: int) -> dict[str, list[int]]:
-    from assignors import GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
-
-    spec = GroupSpec(members=tuple(MemberSpec(m, ("t0",), tuple(TopicPartition("t0", p) for p in previous.get(m, ())))
-                                   for m in members), topics={"t0": TopicSpec("t0", partitions)})
-    return {m: sorted(tp.partition for tp in tps) for m, tps in assign(spec, "uniform").assignment.items()}
-
-
 def test_a_kip848_group_is_assigned_in_its_coordinators_member_order_not_join_order():
     """Kafka's coordinator hands the uniform assignor its members in the order of its member map
     (assignors.timeline_order), then the one joining; where two ids share a bucket of the
@@ -202,13 +197,13 @@ def test_a_kip848_group_is_assigned_in_its_coordinators_member_order_not_join_or
     partitions = 7  # three members: quota 2 and one extra, which the first of a and b keeps
     for _ in range(5000):
         a, b, c = (f"m-{rng.getrandbits(40):x}" for _ in range(3))
-        first = _uniform_target([a, b], _uniform_target([a], {}, partitions), partitions)
+        first = uniform_target([a, b], uniform_target([a], {}, partitions), partitions)
         kafka_order = coordinator_member_order(MemberTable().changed(joined=[a, b]), [a, b, c])
-        if _uniform_target(kafka_order, first, partitions) != _uniform_target([a, b, c], first, partitions):
+        if uniform_target(kafka_order, first, partitions) != uniform_target([a, b, c], first, partitions):
             break
     else:
         raise AssertionError("no member ids found whose join order and coordinator order disagree")
-    expected = _uniform_target(kafka_order, first, partitions)
+    expected = uniform_target(kafka_order, first, partitions)
 
     events = [workload(0, partitions=partitions), join(1_000, a, "uniform", "cooperative")]
     events += [join(5_000, b, "uniform", "cooperative"), join(20_000, c, "uniform", "cooperative")]
@@ -216,3 +211,23 @@ def test_a_kip848_group_is_assigned_in_its_coordinators_member_order_not_join_or
     outputs, _ = run_batches([sorted(events, key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])])
     gens = generations(outputs)
     assert gens[max(gens)] == expected, (a, b, c, kafka_order)
+
+
+def test_a_kip848_static_replacement_takes_its_own_place_in_the_coordinators_member_map():
+    """A static member restarting under a new id: the coordinator removes the old id from its
+    member map and puts the new one in its own place, with no new target. When a member then
+    leaves, uniform walks the members in that map's order (who keeps the extra partition); the
+    engine must not walk the new id as a member joining last."""
+    case = static_replacement_case()
+    a, b, b2, c, partitions = case.a, case.b, case.b2, case.c, case.partitions
+
+    def joined(t, member):
+        return join(t, member, "uniform", "cooperative", instance=f"i-{member}" if member in (b, b2) else None)
+    events = [workload(0, partitions=partitions), joined(1_000, a), joined(5_000, b), joined(20_000, c)]
+    events += [{**joined(30_000, b2), "group_instance_id": f"i-{b}"}, leave(40_000, c)]
+    events += heartbeats([a], 1_500, 60_000) + heartbeats([b], 5_500, 30_000) + heartbeats([c], 20_500, 40_000)
+    events += heartbeats([b2], 30_500, 60_000)
+    outputs, _ = run_batches([sorted(events, key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])])
+    assert [r["event"] for r in rows(outputs, "member_events") if r["member_id"] == b2] == ["static_rejoin"]
+    gens = generations(outputs)
+    assert gens[max(gens)] == case.expected, case
