@@ -103,8 +103,10 @@ def balance_metrics(
             previous[index.encode(spec.members[i].owned_partitions)] = i
     else:
         # An owner that has left the group still counts as the one a partition moved away from.
-        owners = [(tp, owner) for tp, owner in previous_owners.items() if index.contains(tp)]
-        previous[index.encode([tp for tp, _ in owners])] = [member_index.get(o, -2) for _, o in owners]
+        ids, exists = index.encode_checked(list(previous_owners))
+        owner_index = np.fromiter((member_index.get(o, -2) for o in previous_owners.values()), dtype=np.int64,
+                                  count=len(previous_owners))
+        previous[ids] = owner_index[exists]
 
     had_owner = previous != -1
     assigned = current != -1

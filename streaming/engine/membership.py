@@ -72,8 +72,7 @@ def _apply(batch: Batch, e: MembershipEvent, at: int, late: bool) -> None:
 
     topics = e.topics or ()
     if e.type == "join" and current is None:
-        previous = next((m for m in s.members.values()
-                         if e.group_instance_id and m.group_instance_id == e.group_instance_id), None)
+        previous = _static_member(s, e.group_instance_id) if e.group_instance_id else None
         if previous is not None:
             _static_rejoin(batch, e, previous, at, late, topics)
             return
@@ -114,6 +113,11 @@ def _apply(batch: Batch, e: MembershipEvent, at: int, late: bool) -> None:
     if relevant:
         batch.open_rebalance(at, "update", member_id)
     batch.schedule_expiry(current)
+
+
+def _static_member(s, group_instance_id: str) -> Member | None:
+    """The member holding ``group_instance_id`` (KIP-345), if any. A scan, but only for static joins."""
+    return next((m for m in s.members.values() if m.group_instance_id == group_instance_id), None)
 
 
 def _static_rejoin(batch: Batch, e: MembershipEvent, previous: Member, at: int, late: bool,
