@@ -32,6 +32,7 @@ Partitions of unknown topics or beyond a topic's partition count are left out of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Mapping, Sequence, Union
 
 import numpy as np
@@ -93,9 +94,13 @@ def balance_metrics(
     sizes = np.array([len(by_member.get(member_id, ())) for member_id in member_ids], dtype=np.int64)
     # Current owner per partition id; -1 = nobody, -2 = someone outside the spec.
     current = np.full(index.total, -1, dtype=np.int64)
-    for member_id, tps in by_member.items():
-        ids = index.encode(tps)
-        current[ids] = member_index.get(member_id, -2)
+    # Every member's partitions in one pass (per member, the calls cost more than the work: 1.2 s
+    # for 10,000 members of 50). Where two members claim a partition, the later one is its owner.
+    claimants = np.fromiter((member_index.get(member_id, -2) for member_id in by_member), np.int64, len(by_member))
+    ids, exists = index.encode_checked([tp for tps in by_member.values() for tp in tps])
+    claimants = np.repeat(claimants, [len(tps) for tps in by_member.values()])[exists]
+    last_claims = len(ids) - 1 - np.unique(ids[::-1], return_index=True)[1]
+    current[ids[last_claims]] = claimants[last_claims]
 
     previous = np.full(index.total, -1, dtype=np.int64)
     if previous_owners is None:
@@ -249,9 +254,11 @@ class _PartitionIndex:
 
     def encode_checked(self, tps: Sequence[TopicPartition]) -> tuple[np.ndarray, np.ndarray]:
         """Ids of the partitions in ``tps`` that exist, and per entry of ``tps`` whether it does."""
-        number = self.topic_number
-        topics = np.fromiter((number.get(t, -1) for t, _ in tps), dtype=np.int64, count=len(tps))
-        parts = np.fromiter((p for _, p in tps), dtype=np.int64, count=len(tps))
+        if not tps:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+        names, numbers = zip(*tps)
+        topics = np.fromiter(map(self.topic_number.get, names, repeat(-1)), dtype=np.int64, count=len(tps))
+        parts = np.array(numbers, dtype=np.int64)
         exists = topics >= 0
         exists[exists] &= (parts[exists] >= 0) & (parts[exists] < self.counts[topics[exists]])
         return self.offsets[topics[exists]] + parts[exists], exists
