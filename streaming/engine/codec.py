@@ -1,17 +1,28 @@
 """A group's state as bytes for Spark's state store, and back.
 
 JSON (compressed) rather than pickle: the state outlives the code that wrote it, and a versioned,
-explicit format can be read by the next release of the job. Assignments are stored per member as
-topic -> partition numbers, which is several times smaller than a list of pairs. Waiting membership
-events are stored as the JSON they arrived as (:meth:`MembershipEvent.to_json`), the Streams or
-Connect workload and the Connect leader's assignor state as plain JSON objects.
+explicit format can be read by the next release of the job. Waiting membership events are stored
+as the JSON they arrived as (:meth:`MembershipEvent.to_json`), the Streams or Connect workload and
+the Connect leader's assignor state as plain JSON objects.
+
+Since format 6 a blob has two sections, because a huge group's current assignment (500,000
+partitions) dwarfs the rest and changes only at a generation, while the rest changes with every
+heartbeat: the JSON of everything else, and the assignment packed as columns (topic numbers and
+partition numbers, little-endian int32, each member's run in its list order). The decoded state
+keeps the assignment packed until something reads it (:class:`~streaming.engine.state.Packed`), and
+an assignment nobody read is stored again from its old bytes. Members' subscriptions are stored once
+per distinct list: 10,000 members subscribing to the same 100 topics are one list, not a million
+names. Format 5 blobs (one zlib-compressed JSON document) are still read.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import zlib
 from collections import deque
+
+import numpy as np
 
 from assignors import TopicPartition, TopicSpec
 from assignors.connect.model import ConnectAssignorState, ConnectorTaskId
@@ -21,13 +32,17 @@ from assignors.timeline_order import MemberTable
 from streaming.alerting.evaluator import AlertState
 from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
 from streaming.engine.events import MembershipEvent, TaskWorkload
-from streaming.engine.state import SEEN_EVENT_IDS, GroupState, Member, PendingRebalance
+from streaming.engine.state import SEEN_EVENT_IDS, GroupState, Member, Packed, PendingRebalance, packed
 
+#: 6: two sections (the assignment packed apart, see above) and subscriptions stored once each.
 #: 5: groups recorded from the coordinator's log (backlog, offset, phase); 4 is read as 5 without them.
 #: 4: Streams/Connect groups (member task metadata, task workload and assignment, lags, Connect
 #: leader state, scheduled rebalance) and their alert state; 3 had no alert state.
-FORMAT_VERSION = 5
-_READABLE_VERSIONS = (4, 5)
+FORMAT_VERSION = 6
+_READABLE_VERSIONS = (4, 5, 6)
+#: A format 6 blob starts with these bytes (a format 5 blob is a zlib stream: it starts with 0x78).
+_MAGIC = b"\x00RM\x06"
+_LENGTH = struct.Struct(">I")
 _LEADER_SETS = ("previous_connectors", "previous_revoked_connectors", "previous_members")
 _LEADER_TASK_SETS = ("previous_tasks", "previous_revoked_tasks")
 
@@ -45,6 +60,37 @@ def _encode_assignment(assignment: dict[str, list[TopicPartition]]) -> dict:
 def _decode_assignment(data: dict) -> dict[str, list[TopicPartition]]:
     return {member_id: [TopicPartition(t, p) for t, ps in by_topic.items() for p in ps]
             for member_id, by_topic in data.items()}
+
+
+def pack_assignment(assignment: dict[str, list[TopicPartition]]) -> bytes:
+    """``assignment`` as columns: a JSON header (members, their partition counts, topic names), then
+    every partition's topic number and partition number as little-endian int32 arrays."""
+    members = list(assignment)
+    flat = [tp for member_id in members for tp in assignment[member_id]]
+    names, numbers = zip(*flat) if flat else ((), ())
+    topic_numbers = {name: i for i, name in enumerate(dict.fromkeys(names))}
+    topics = np.fromiter(map(topic_numbers.__getitem__, names), "<i4", len(flat))
+    partitions = np.array(numbers, "<i4")
+    header = json.dumps({"members": members, "counts": [len(assignment[m]) for m in members],
+                         "topics": list(topic_numbers)}, separators=(",", ":")).encode()
+    return zlib.compress(_LENGTH.pack(len(header)) + header + topics.tobytes() + partitions.tobytes(), 1)
+
+
+def unpack_assignment(blob: bytes) -> dict[str, list[TopicPartition]]:
+    raw = zlib.decompress(blob)
+    (length,) = _LENGTH.unpack_from(raw)
+    header = json.loads(raw[_LENGTH.size:_LENGTH.size + length])
+    total = sum(header["counts"])
+    start = _LENGTH.size + length
+    topics = np.frombuffer(raw, "<i4", total, start)
+    partitions = np.frombuffer(raw, "<i4", total, start + 4 * total)
+    names = np.array(header["topics"] + [""], dtype=object)[topics].tolist()  # "" keeps the array 1-d
+    flat = list(map(TopicPartition._make, zip(names, partitions.tolist())))
+    out, at = {}, 0
+    for member_id, count in zip(header["members"], header["counts"]):
+        out[member_id] = flat[at:at + count]
+        at += count
+    return out
 
 
 def _encode_pending(pending: PendingRebalance | None) -> list | None:
@@ -98,6 +144,7 @@ def _decode_topic(name: str, partitions: int, racks: list | None, topic_id: str 
 
 
 def encode_state(state: GroupState) -> bytes:
+    subscriptions: dict[tuple[str, ...], int] = {}
     data = {
         "v": FORMAT_VERSION,
         "group_id": state.group_id,
@@ -107,13 +154,12 @@ def encode_state(state: GroupState) -> bytes:
         "topics": [[t.name, t.partitions, [sorted(r) for r in t.replica_racks] if t.replica_racks is not None else None,
                     topic_id_string(t.topic_id) if t.topic_id is not None else None]
                    for t in state.topics.values()],
-        "members": [[m.member_id, list(m.topics), m.joined_at, m.last_seen, m.session_timeout_ms,
+        "members": [[m.member_id, subscriptions.setdefault(m.topics, len(subscriptions)), m.joined_at, m.last_seen, m.session_timeout_ms,
                      m.group_instance_id, m.client_id, m.host, m.rack,
                      [[tp.topic, tp.partition] for tp in m.reported_owned], m.reported_generation, m.expires,
                      m.task_metadata]
                     for m in state.members.values()],
         "generation": state.generation,
-        "assignment": _encode_assignment(state.assignment),
         "pending": _encode_pending(state.pending),
         "frontier": state.frontier,
         "clock": state.clock,
@@ -143,18 +189,32 @@ def encode_state(state: GroupState) -> bytes:
         "member_table": state.member_table.to_json() if state.member_table is not None else None,
         "member_order": list(state.member_order),
     }
-    return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
+    data["subscriptions"] = [list(topics) for topics in subscriptions]
+    kept = packed(state, "assignment")
+    assignment = kept.blob if kept is not None else pack_assignment(state.assignment)
+    core = zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
+    return _MAGIC + _LENGTH.pack(len(core)) + core + assignment
 
 
 def decode_state(blob: bytes) -> GroupState:
-    data = json.loads(zlib.decompress(blob))
+    if blob.startswith(_MAGIC):
+        start = len(_MAGIC) + _LENGTH.size
+        (length,) = _LENGTH.unpack_from(blob, len(_MAGIC))
+        data = json.loads(zlib.decompress(blob[start:start + length]))
+        subscriptions = [tuple(topics) for topics in data["subscriptions"]]
+        assignment = Packed(blob[start + length:], unpack_assignment)
+    else:  # format 4 or 5: one JSON document, subscriptions and assignment inline
+        data = json.loads(zlib.decompress(blob))
+        subscriptions = None
+        assignment = _decode_assignment(data.get("assignment", {}))
     if data.get("v") not in _READABLE_VERSIONS:
         raise ValueError(f"group state format {data.get('v')!r} is not {FORMAT_VERSION}: "
                          f"this job cannot read a checkpoint written by another version")
     members = {}
     for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen, expires,
          task_metadata) in data["members"]:
-        members[mid] = Member(mid, tuple(topics), joined, last_seen, st, gid, client_id, host, rack,
+        topics = subscriptions[topics] if subscriptions is not None else tuple(topics)
+        members[mid] = Member(mid, topics, joined, last_seen, st, gid, client_id, host, rack,
                               tuple(TopicPartition(t, p) for t, p in owned), gen, expires, task_metadata)
     return GroupState(
         group_id=data["group_id"],
@@ -164,7 +224,7 @@ def decode_state(blob: bytes) -> GroupState:
         topics={t[0]: _decode_topic(*t) for t in data["topics"]},
         members=members,
         generation=data["generation"],
-        assignment=_decode_assignment(data["assignment"]),
+        assignment=assignment,
         pending=_decode_pending(data["pending"]),
         frontier=data["frontier"],
         clock=data["clock"],

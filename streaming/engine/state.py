@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from assignors import TopicPartition, TopicSpec
 from assignors.connect.model import ConnectAssignorState
@@ -145,3 +146,46 @@ class GroupState:
     def assignor_name(self) -> str:
         """The consumer group's assignor: as its members name it, else the protocol's default."""
         return self.assignor or ("cooperative-sticky" if self.protocol == "cooperative" else "range")
+
+
+@dataclass(frozen=True)
+class Packed:
+    """A per-member partition map still in the bytes the codec stored it as: see :class:`_Unpacked`."""
+    blob: bytes
+    unpack: Callable[[bytes], dict]
+
+
+class _Unpacked:
+    """A :class:`GroupState` field that the codec may hand over :class:`Packed`: unpacked on first use.
+
+    A huge group's assignment is 500,000 partition objects, and a batch that only carries its
+    heartbeats never reads it; unpacking and re-packing it was most of such a batch (4 s). So the
+    field holds the stored bytes until someone reads it, and :func:`packed` gives the codec those
+    bytes back to store as they are. Any read unpacks for good (a reader may mutate the map), so
+    only a field nobody touched is stored from its old bytes: equal by construction.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, state: Any, owner: type | None = None) -> Any:
+        if state is None:
+            return self
+        value = state.__dict__[self.name]
+        if isinstance(value, Packed):
+            value = state.__dict__[self.name] = value.unpack(value.blob)
+        return value
+
+    def __set__(self, state: Any, value: Any) -> None:
+        state.__dict__[self.name] = value
+
+
+# After the dataclass is made: its generated __init__ and __eq__ then go through the descriptor.
+GroupState.assignment = _Unpacked()
+GroupState.assignment.__set_name__(GroupState, "assignment")
+
+
+def packed(state: GroupState, name: str) -> Packed | None:
+    """The field ``name`` of ``state`` as the codec stored it, if nobody has read it since."""
+    value = state.__dict__.get(name)
+    return value if isinstance(value, Packed) else None

@@ -1,0 +1,81 @@
+"""The group state codec's format 6: the assignment packed apart and left packed until read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assignors import TopicPartition as TP
+from streaming.engine import advance
+from streaming.engine.codec import decode_state, encode_state, pack_assignment, unpack_assignment
+from streaming.engine.state import GroupState, Member, packed
+from streaming.testing import engine_settings, run_story
+from tests.stories import cooperative_story
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _story_state() -> GroupState:
+    story = cooperative_story()
+    return run_story([story[:20], story[20:]])[1]
+
+
+def test_a_state_written_in_format_5_decodes_to_the_same_state():
+    # group_state_v5.bin: this story's final state as the previous release's codec wrote it.
+    old = decode_state((FIXTURES / "group_state_v5.bin").read_bytes())
+    state = _story_state()
+    assert old == state
+    assert old.assignment == {"c1": [TP("t0", 0), TP("t0", 1)], "c2": [TP("t0", 2)]}
+    assert decode_state(encode_state(old)) == state
+
+
+def test_a_batch_of_heartbeats_leaves_the_assignment_packed_and_its_bytes_as_they_were():
+    state = _story_state()
+    blob = encode_state(state)
+    section = packed(decode_state(blob), "assignment").blob
+    decoded = decode_state(blob)
+    beats = ["c1", "c2"] * 3
+    times = [13_000, 13_000, 14_000, 14_000, 15_000, 15_000]
+    rows, stats = advance(decoded, [], beats, times, engine_settings())
+    assert stats.heartbeats_accepted == 6 and rows == []
+    assert packed(decoded, "assignment") is not None  # nobody read it
+    again = encode_state(decoded)
+    assert again.endswith(section) and again != blob  # the members' times moved on, not the assignment
+    assert decode_state(again).assignment == state.assignment
+
+
+def test_an_assignment_read_and_changed_is_stored_with_the_change():
+    decoded = decode_state(encode_state(_story_state()))
+    decoded.assignment["c2"].append(TP("t0", 9))  # a read unpacks it for good
+    assert packed(decoded, "assignment") is None
+    assert decode_state(encode_state(decoded)).assignment["c2"] == [TP("t0", 2), TP("t0", 9)]
+
+
+def test_members_with_the_same_subscription_share_one_stored_list():
+    topics = tuple(f"topic-{i:03d}" for i in range(100))
+    state = GroupState(group_id="g", members={f"m{i}": Member(f"m{i}", topics, 0, 0) for i in range(1_000)})
+    state.members["odd"] = Member("odd", ("other",), 0, 0)
+    blob = encode_state(state)
+    decoded = decode_state(blob)
+    assert decoded == state
+    subscriptions = {id(m.topics) for m in decoded.members.values()}
+    assert len(subscriptions) == 2
+    assert len(blob) < 1_000 * 20  # a million names, if each member kept its own, would not fit
+
+
+_assignments = st.dictionaries(
+    st.text(min_size=1, max_size=8),
+    st.lists(st.tuples(st.sampled_from(["a", "b", "ü-topic", ""]), st.integers(0, 2**31 - 1)), max_size=12),
+    max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_assignments)
+def test_packing_keeps_every_member_and_every_list_in_its_order(raw):
+    assignment = {m: [TP(t, p) for t, p in tps] for m, tps in raw.items()}
+    unpacked = unpack_assignment(pack_assignment(assignment))
+    assert list(unpacked) == list(assignment)
+    assert unpacked == assignment
+    assert all(type(tp) is TP for tps in unpacked.values() for tp in tps)
