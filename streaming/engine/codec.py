@@ -8,21 +8,22 @@ the Connect leader's assignor state as plain JSON objects.
 Since format 6 a blob has two sections, because a huge group's current assignment (500,000
 partitions) dwarfs the rest and changes only at a generation, while the rest changes with every
 heartbeat: the JSON of everything else, and the assignment packed as columns (topic numbers and
-partition numbers, little-endian int32, each member's run in its list order). The decoded state
-keeps the assignment packed until something reads it (:class:`~streaming.engine.state.Packed`), and
-an assignment nobody read is stored again from its old bytes. Members' subscriptions are stored once
-per distinct list: 10,000 members subscribing to the same 100 topics are one list, not a million
-names. Format 5 blobs (one zlib-compressed JSON document) are still read.
+partition numbers, little-endian int32, each member's run in its list order). A state keeps the
+assignment packed until something reads it (:class:`~streaming.engine.state.Packed`), after
+decoding and after encoding alike, and an assignment nobody read is stored again from its old
+bytes. Members' subscriptions are stored once per distinct list: 10,000 members subscribing to the
+same 100 topics are one list, not a million names. Format 5 blobs (one zlib-compressed JSON
+document) are still read.
 """
 
 from __future__ import annotations
 
 import json
 import struct
+import sys
 import zlib
+from array import array
 from collections import deque
-
-import numpy as np
 
 from assignors import TopicPartition, TopicSpec
 from assignors.connect.model import ConnectAssignorState, ConnectorTaskId
@@ -69,28 +70,40 @@ def pack_assignment(assignment: dict[str, list[TopicPartition]]) -> bytes:
     flat = [tp for member_id in members for tp in assignment[member_id]]
     names, numbers = zip(*flat) if flat else ((), ())
     topic_numbers = {name: i for i, name in enumerate(dict.fromkeys(names))}
-    topics = np.fromiter(map(topic_numbers.__getitem__, names), "<i4", len(flat))
-    partitions = np.array(numbers, "<i4")
-    header = json.dumps({"members": members, "counts": [len(assignment[m]) for m in members],
-                         "topics": list(topic_numbers)}, separators=(",", ":")).encode()
-    return zlib.compress(_LENGTH.pack(len(header)) + header + topics.tobytes() + partitions.tobytes(), 1)
+    header = json.dumps([members, [len(assignment[m]) for m in members], list(topic_numbers)],
+                        separators=(",", ":")).encode()
+    return zlib.compress(_LENGTH.pack(len(header)) + header + _int32s(map(topic_numbers.__getitem__, names))
+                         + _int32s(numbers), 1)
 
 
 def unpack_assignment(blob: bytes) -> dict[str, list[TopicPartition]]:
     raw = zlib.decompress(blob)
     (length,) = _LENGTH.unpack_from(raw)
-    header = json.loads(raw[_LENGTH.size:_LENGTH.size + length])
-    total = sum(header["counts"])
-    start = _LENGTH.size + length
-    topics = np.frombuffer(raw, "<i4", total, start)
-    partitions = np.frombuffer(raw, "<i4", total, start + 4 * total)
-    names = np.array(header["topics"] + [""], dtype=object)[topics].tolist()  # "" keeps the array 1-d
-    flat = list(map(TopicPartition._make, zip(names, partitions.tolist())))
+    members, counts, names = json.loads(raw[_LENGTH.size:_LENGTH.size + length])
+    start, total = _LENGTH.size + length, sum(counts)
+    topics = _from_int32s(raw[start:start + 4 * total])
+    partitions = _from_int32s(raw[start + 4 * total:])
+    flat = list(map(TopicPartition._make, zip(map(names.__getitem__, topics), partitions)))
     out, at = {}, 0
-    for member_id, count in zip(header["members"], header["counts"]):
+    for member_id, count in zip(members, counts):
         out[member_id] = flat[at:at + count]
         at += count
     return out
+
+
+def _int32s(values) -> bytes:
+    column = array("i", values)
+    if sys.byteorder == "big":
+        column.byteswap()
+    return column.tobytes()
+
+
+def _from_int32s(data: bytes) -> array:
+    column = array("i")
+    column.frombytes(data)
+    if sys.byteorder == "big":
+        column.byteswap()
+    return column
 
 
 def _encode_pending(pending: PendingRebalance | None) -> list | None:
@@ -191,9 +204,14 @@ def encode_state(state: GroupState) -> bytes:
     }
     data["subscriptions"] = [list(topics) for topics in subscriptions]
     kept = packed(state, "assignment")
-    assignment = kept.blob if kept is not None else pack_assignment(state.assignment)
+    if kept is None:
+        kept = Packed(pack_assignment(state.assignment), unpack_assignment)
+        # From here on the state holds its assignment packed, equal to what it held: the job keeps
+        # a worker's state objects between batches (state_bucket.RecentStates), and a batch that
+        # does not read the assignment then stores these bytes again instead of packing it anew.
+        state.assignment = kept
     core = zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
-    return _MAGIC + _LENGTH.pack(len(core)) + core + assignment
+    return _MAGIC + _LENGTH.pack(len(core)) + core + kept.blob
 
 
 def decode_state(blob: bytes) -> GroupState:

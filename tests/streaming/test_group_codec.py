@@ -53,6 +53,20 @@ def test_an_assignment_read_and_changed_is_stored_with_the_change():
     assert decode_state(encode_state(decoded)).assignment["c2"] == [TP("t0", 2), TP("t0", 9)]
 
 
+def test_a_state_keeps_its_assignment_packed_after_encoding_and_a_read_still_sees_every_change():
+    # The job keeps a worker's state objects between batches: the next save of a state whose
+    # assignment nobody read reuses the bytes, and a read gets the same assignment back.
+    state = _story_state()
+    expected = {m: list(tps) for m, tps in state.assignment.items()}
+    blob = encode_state(state)
+    section = packed(state, "assignment").blob
+    assert blob.endswith(section)
+    assert encode_state(state) == blob  # nothing read, nothing changed: the same bytes
+    assert state.assignment == expected and packed(state, "assignment") is None
+    state.assignment["c1"].remove(TP("t0", 1))
+    assert decode_state(encode_state(state)).assignment["c1"] == [TP("t0", 0)]
+
+
 def test_members_with_the_same_subscription_share_one_stored_list():
     topics = tuple(f"topic-{i:03d}" for i in range(100))
     state = GroupState(group_id="g", members={f"m{i}": Member(f"m{i}", topics, 0, 0) for i in range(1_000)})
