@@ -1,8 +1,8 @@
-"""The streaming job end to end: throughput against a stateless baseline, latency, one huge group.
+"""The streaming job end to end: throughput against a stateless baseline, latency, one huge group, scale.
 
 Not a test: it measures, and nothing here asserts a time. Usage::
 
-    .venv/bin/python bench/job.py [--scenario throughput|latency|big-group|all] [--quick]
+    .venv/bin/python bench/job.py [--scenario throughput|latency|big-group|scale|all] [--quick]
 
 It starts its own embedded Kafka broker on a free port in a temporary directory (stopped in a
 ``finally``), one local[2] SparkSession for every scenario, and writes
@@ -21,6 +21,8 @@ in the Markdown is kept, so hand-written analysis survives a re-run).
   its generation's ``balance_metrics`` row committed to Delta (read from the Delta log and the
   parquet files with pyarrow, which costs the 2 shared cores far less than a Spark query).
 * ``big-group``: one group of 10,000 members and 500,000 partitions, then one member leaves.
+* ``scale``: the job at 1,000, 10,000 and 100,000 groups with the same events per second:
+  sustained events/s and peak RSS per point, a table and a chart (docs/benchmarks/img/job-scale.png).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from streaming.feeds.simulator import HEARTBEAT, MEMBERSHIP, Simulation, Simulat
 
 RESULTS = REPO / "bench" / "results" / "job.json"
 MARKDOWN = REPO / "docs" / "benchmarks" / "job.md"
+SCALE_CHART = REPO / "docs" / "benchmarks" / "img" / "job-scale.png"
 FINDINGS_MARKER = "<!-- findings: hand-written below this line, kept by bench/job.py -->"
 #: Partitions per input topic. Two, like the two local cores and spark.sql.shuffle.partitions=2:
 #: more Kafka partitions than cores only adds task waves on this machine.
@@ -345,6 +348,44 @@ def run_baseline(spark, config: Config, timings: dict[int, dict]):
             .trigger(availableNow=True).start())
 
 
+def run_read_and_parse(spark, config: Config, timings: dict[int, dict]):
+    """The floor under any job that reads these topics and parses them in Spark: Kafka read and
+    ``parse_records`` only, every row materialised into Spark's ``noop`` sink (nothing written)."""
+    from streaming.job.main import build_stream
+
+    def sink(batch, batch_id):
+        t0 = time.perf_counter()
+        batch.write.format("noop").mode("append").save()
+        timings[batch_id] = {"compute_ms": None, "sink_ms": round((time.perf_counter() - t0) * 1000)}
+
+    return (build_stream(spark, config).writeStream.queryName("read-and-parse").foreachBatch(sink)
+            .option("checkpointLocation", config.output.checkpoint_path)
+            .trigger(availableNow=True).start())
+
+
+def _elsewhere(config: Config, work: Path, name: str, **job: Any) -> Config:
+    """``config`` over the same topics, writing its tables and checkpoint under ``work / name``."""
+    output = replace(config.output, root=str(work / name / "data"), checkpoint=str(work / name / "checkpoint"),
+                     app_id=f"{config.output.app_id}-{name}")
+    return replace(config, output=output, job=replace(config.job, **job))
+
+
+def _run_to_end(start: Callable[[dict], Any], what: str) -> dict:
+    """Run the query ``start(timings)`` returns to its end (``available_now``): its rates with and
+    without its first batch, its wall time with query start-up, and its batches."""
+    timings: dict[int, dict] = {}
+    started = time.monotonic()
+    query = start(timings)
+    query.awaitTermination()
+    wall = time.monotonic() - started
+    if query.exception() is not None:
+        raise RuntimeError(f"{what} failed: {query.exception()}")
+    progress = progress_rows(query)
+    return {"sustained": summarize_progress(progress),
+            "sustained_excluding_first_batch": summarize_progress(progress, skip_first=True),
+            "wall_including_query_start_s": round(wall, 1), "batches": batch_table(progress, timings)}
+
+
 def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records: int | None = None,
                         per_trigger: int | None = None) -> dict:
     from streaming.job.main import start_query
@@ -374,65 +415,30 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
     # Without it the first measured query pays the JVM's and the Python workers' cold start (its
     # first batch's trigger took 28.4 s where the third query's took 13.1 s, eb751d3), so the
     # order of the queries, not the queries, decided the ratios.
-    warm_config = replace(config, output=replace(config.output, root=str(work / "warm-up" / "data"),
-                                                 checkpoint=str(work / "warm-up" / "checkpoint"),
-                                                 app_id=config.output.app_id + "-warm-up"))
-    started = time.monotonic()
-    query = start_query(spark, warm_config, available_now=True, write=timed_sink({}))
-    query.awaitTermination()
-    _raise_if_failed(query)
-    result["warm_up_wall_s"] = round(time.monotonic() - started, 1)
+    warm = _run_to_end(lambda t: start_query(spark, _elsewhere(config, work, "warm-up"), available_now=True,
+                                             write=timed_sink(t)), "the warm-up")
+    result["warm_up_wall_s"] = warm["wall_including_query_start_s"]
     print(f"[throughput] warm-up (not measured): {result['warm_up_wall_s']} s", flush=True)
 
     # Then the job, the baseline, and the job without the reduction, on the warmed-up JVM.
-    timings: dict[int, dict] = {}
-    started = time.monotonic()
-    query = start_query(spark, config, available_now=True, write=timed_sink(timings))
-    query.awaitTermination()
-    job_wall = time.monotonic() - started
-    _raise_if_failed(query)
-    progress = progress_rows(query)
-    result["job"] = {"sustained": summarize_progress(progress),
-                     "sustained_excluding_first_batch": summarize_progress(progress, skip_first=True),
-                     "wall_including_query_start_s": round(job_wall, 1),
-                     "batches": batch_table(progress, timings)}
+    result["job"] = _run_to_end(lambda t: start_query(spark, config, available_now=True, write=timed_sink(t)),
+                                "the job")
     print(f"[throughput] job: {result['job']['sustained']}", flush=True)
-
-    base_config = replace(config, output=replace(config.output, root=str(work / "baseline" / "data"),
-                                                 checkpoint=str(work / "baseline" / "checkpoint")))
-    base_timings: dict[int, dict] = {}
-    started = time.monotonic()
-    query = run_baseline(spark, base_config, base_timings)
-    query.awaitTermination()
-    base_wall = time.monotonic() - started
-    if query.exception() is not None:
-        raise RuntimeError(f"the baseline failed: {query.exception()}")
-    progress = progress_rows(query)
-    result["baseline"] = {"sustained": summarize_progress(progress),
-                          "sustained_excluding_first_batch": summarize_progress(progress, skip_first=True),
-                          "wall_including_query_start_s": round(base_wall, 1),
-                          "batches": batch_table(progress, base_timings)}
+    result["baseline"] = _run_to_end(lambda t: run_baseline(spark, _elsewhere(config, work, "baseline"), t),
+                                     "the baseline")
     print(f"[throughput] baseline: {result['baseline']['sustained']}", flush=True)
 
     # The job again without the heartbeat reduction (job.reduce_heartbeats = false), last, on the
     # warmest JVM: what the reduction buys, measured in the same run, and the check that it changes
     # no history (issue 20: identical tables).
-    full_config = replace(config, output=replace(config.output, root=str(work / "unreduced" / "data"),
-                                                 checkpoint=str(work / "unreduced" / "checkpoint"),
-                                                 app_id=config.output.app_id + "-unreduced"),
-                          job=replace(config.job, reduce_heartbeats=False))
-    full_timings: dict[int, dict] = {}
-    started = time.monotonic()
-    query = start_query(spark, full_config, available_now=True, write=timed_sink(full_timings))
-    query.awaitTermination()
-    full_wall = time.monotonic() - started
-    _raise_if_failed(query)
-    progress = progress_rows(query)
-    result["job_unreduced"] = {"sustained": summarize_progress(progress),
-                               "sustained_excluding_first_batch": summarize_progress(progress, skip_first=True),
-                               "wall_including_query_start_s": round(full_wall, 1),
-                               "batches": batch_table(progress, full_timings)}
+    full_config = _elsewhere(config, work, "unreduced", reduce_heartbeats=False)
+    result["job_unreduced"] = _run_to_end(
+        lambda t: start_query(spark, full_config, available_now=True, write=timed_sink(t)), "the job without the reduction")
     print(f"[throughput] job without the reduction: {result['job_unreduced']['sustained']}", flush=True)
+    # What reading and parsing alone sustain: no job that parses in Spark can beat it.
+    result["read_and_parse"] = _run_to_end(
+        lambda t: run_read_and_parse(spark, _elsewhere(config, work, "read-and-parse"), t), "read and parse")
+    print(f"[throughput] read and parse only: {result['read_and_parse']['sustained']}", flush=True)
     result["reduction"] = compare_histories(config.output, full_config.output)
     print(f"[throughput] reduction: {result['reduction']}", flush=True)
 
@@ -449,6 +455,53 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
                          "job_rate_met": job_rate >= 150_000,
                          "ratio_met": (result["ratio_job_to_baseline"] or 0) >= 1.0}
     result["breakdown"] = _breakdown(result["job"]["batches"])
+    result["load_end"] = loadavg()
+    return result
+
+
+#: The scale curve's points: groups, and the heartbeat interval that keeps the event rate the same.
+SCALE_POINTS = ((1_000, 200), (10_000, 2_000), (100_000, 20_000))
+
+
+def scenario_scale(spark, bootstrap: str, work: Path, quick: bool, exclude_pids: set[int],
+                   records: int | None = None) -> dict:
+    """Throughput and peak memory at 1,000, 10,000 and 100,000 groups, the same events per second.
+
+    Every group has 2 members on one topic of 4 partitions; the heartbeat interval grows with the
+    number of groups (200 ms, 2 s, 20 s; session timeout 45 s or 3 intervals), so every point is
+    10,000 heartbeats per second of event time, and churn per group falls as groups grow, so the
+    membership rate is the same too (0.5 per minute per group at 1,000 groups). What grows is
+    only the number of groups, hence of state buckets' entries, timers, and the initial joins (two
+    per group, at the start). Each point is the job over its own topics with ``available_now``,
+    after the throughput scenario's warm-up idea: the first point runs twice, the first time not
+    measured.
+    """
+    from streaming.job.main import start_query
+
+    max_records = records or (200_000 if quick else 1_500_000)
+    points = ((200, 200), (2_000, 2_000)) if quick else SCALE_POINTS
+    result: dict[str, Any] = {"load_start": loadavg(), "records_per_point": max_records, "points": []}
+    for index, (groups, interval_ms) in enumerate(points):
+        sim = SimulationConfig(groups=groups, members=2, topics=1, partitions=4,
+                               churn_per_minute=0.5 * points[0][0] / groups, heartbeat_interval_ms=interval_ms,
+                               session_timeout_ms=max(45_000, 3 * interval_ms), cooperative_share=0.5,
+                               start_time_ms=FIXED_START_MS, seed=11, group_prefix=f"s{groups}")
+        config = make_config(bootstrap, work, f"scale-{groups}")
+        print(f"[scale] {groups:,} groups: producing {max_records:,} records ...", flush=True)
+        produced = produce_simulation(bootstrap, {MEMBERSHIP: config.kafka.membership_topic,
+                                                  HEARTBEAT: config.kafka.heartbeat_topic}, sim, max_records)
+        if index == 0:  # the first point warms the JVM up first, as the throughput scenario does
+            _run_to_end(lambda t: start_query(spark, _elsewhere(config, work, "scale-warm-up"), available_now=True,
+                                              write=timed_sink(t)), "the warm-up")
+        with RssSampler(exclude_pids) as rss:
+            run = _run_to_end(lambda t: start_query(spark, config, available_now=True, write=timed_sink(t)), "the job")
+        state_dir = Path(config.output.checkpoint_path) / "state"
+        point = {"groups": groups, "members_per_group": 2, "heartbeat_interval_ms": interval_ms,
+                 "produced": produced, **run, "rss": rss.result(),
+                 "checkpoint_state_mib": round(sum(f.stat().st_size for f in state_dir.rglob("*") if f.is_file())
+                                               / 2**20, 1)}
+        print(f"[scale] {groups:,} groups: {point['sustained']}, {point['rss']}", flush=True)
+        result["points"].append(point)
     result["load_end"] = loadavg()
     return result
 
@@ -1064,12 +1117,15 @@ def markdown(results: dict) -> str:
             "writer (no idempotence marker: it pays for nothing the job's exactly-once sink pays for); no "
             "watermark, no stateful operator. A warm-up run of the job over the same topics "
             "came first (not measured; without it the first query paid the cold start), then the job, the "
-            "baseline, and the job again without the heartbeat reduction (`job.reduce_heartbeats = false`).",
+            "baseline, the job again without the heartbeat reduction (`job.reduce_heartbeats = false`), and "
+            "last the read and parse alone (Kafka read and `parse_records` into Spark's `noop` sink: the "
+            "ceiling of any job that parses these records in Spark).",
             "",
             "| run | batches | rows | wall s | events/s | events/s without batch 0 | wall incl. query start s |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        names = {"job": "job", "baseline": "baseline", "job_unreduced": "job, reduction off"}
+        names = {"job": "job", "baseline": "baseline", "job_unreduced": "job, reduction off",
+                 "read_and_parse": "read and parse only (noop sink)"}
         for name in [n for n in names if n in tp]:
             r = tp[name]
             lines.append(f"| {names[name]} | {r['sustained']['batches']} | {_fmt(r['sustained'].get('rows'))} | "
@@ -1200,7 +1256,59 @@ def markdown(results: dict) -> str:
                 lines.append(f"| {rnd} | {b['batch']} | {_fmt(b['rows'])} | {_fmt(b['trigger_ms'])} | "
                              f"{_fmt(b['add_batch_ms'])} | {_fmt(b.get('state_update_ms'))} | "
                              f"{_fmt(b.get('state_commit_ms'))} | {_fmt(b.get('state_memory_mib'))} |")
+    scale = s.get("scale")
+    if scale:
+        lines += [
+            "",
+            "## Scale curve: 1,000 to 100,000 groups at the same event rate",
+            "",
+            f"{scale['records_per_point']:,} simulated records per point, each point over its own topics with "
+            "`available_now` (the first point run once before, not measured, to warm the JVM). Every group has 2 "
+            "members on one topic of 4 partitions; the heartbeat interval grows with the groups, so every point is "
+            "10,000 heartbeats per second of event time, and churn per group falls as groups grow (0.5 per minute "
+            "per group at 1,000 groups), so the membership rate is the same too. The more groups, the more of the "
+            "records are the initial joins (two per group) and workloads (one per group).",
+            "",
+            f"![Events per second and peak memory against the number of groups](img/{SCALE_CHART.name})",
+            "",
+            "| groups | heartbeat interval ms | membership records | events/s | events/s without batch 0 | "
+            "wall incl. query start s | peak RSS MiB (JVM + Python) | checkpoint state MiB |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for point in scale["points"]:
+            rss = point["rss"]
+            lines.append(
+                f"| {point['groups']:,} | {point['heartbeat_interval_ms']:,} | {_fmt(point['produced']['membership'])} | "
+                f"**{_fmt(point['sustained'].get('events_per_s'))}** | "
+                f"{_fmt(point['sustained_excluding_first_batch'].get('events_per_s'))} | "
+                f"{_fmt(point['wall_including_query_start_s'])} | {rss['peak_total_rss_mib']:,} "
+                f"({rss['peak_driver_jvm_rss_mib']:,} + {rss['peak_python_workers_rss_mib']:,}) | "
+                f"{_fmt(point['checkpoint_state_mib'])} |")
+        lines += ["", f"Load: {scale['load_start']} -> {scale['load_end']}."]
     return "\n".join(lines) + "\n"
+
+
+def scale_chart(scale: dict, path: Path) -> None:
+    """The scale curve as a PNG: events per second and peak RSS against the number of groups."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = [p["groups"] for p in scale["points"]]
+    rates = [p["sustained"].get("events_per_s") or 0 for p in scale["points"]]
+    rss = [p["rss"]["peak_total_rss_mib"] for p in scale["points"]]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    left.plot(groups, rates, marker="o")
+    left.set(xscale="log", xlabel="groups", ylabel="events per second", title="Throughput", ylim=(0, None))
+    right.plot(groups, rss, marker="o", color="tab:red")
+    right.set(xscale="log", xlabel="groups", ylabel="MiB", title="Peak RSS (driver JVM + Python)", ylim=(0, None))
+    for axis in (left, right):
+        axis.grid(True, alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def write_reports(results: dict) -> None:
@@ -1220,12 +1328,14 @@ def write_reports(results: dict) -> None:
         if FINDINGS_MARKER in text:
             kept = text.split(FINDINGS_MARKER, 1)[1]
     MARKDOWN.parent.mkdir(parents=True, exist_ok=True)
+    if "scale" in results["scenarios"]:
+        scale_chart(results["scenarios"]["scale"], SCALE_CHART)
     MARKDOWN.write_text(markdown(results) + "\n" + FINDINGS_MARKER + (kept or "\n"))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", choices=("throughput", "latency", "big-group", "all"), default="all")
+    parser.add_argument("--scenario", choices=("throughput", "latency", "big-group", "scale", "all"), default="all")
     parser.add_argument("--quick", action="store_true", help="small workloads: checks the script works")
     parser.add_argument("--no-write", action="store_true", help="print, do not write the result files")
     parser.add_argument("--records", type=int, help="throughput: records to produce (default 3,000,000)")
@@ -1240,7 +1350,7 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not key:
             parser.error(f"--spark-conf wants KEY=VALUE, got {item!r}")
         extra_conf[key] = value
-    wanted = ("throughput", "latency", "big-group") if args.scenario == "all" else (args.scenario,)
+    wanted = ("throughput", "latency", "big-group", "scale") if args.scenario == "all" else (args.scenario,)
 
     results: dict[str, Any] = {
         "command": "bench/job.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -1287,6 +1397,8 @@ def main(argv: list[str] | None = None) -> int:
             attempt("big_group", lambda: scenario_big_group(spark, bootstrap, work, args.quick, exclude))
             print(f"[big-group] {({k: v for k, v in results['scenarios']['big_group'].items() if k not in ('round1', 'round2')})}",
                   flush=True)
+        if "scale" in wanted:
+            attempt("scale", lambda: scenario_scale(spark, bootstrap, work, args.quick, exclude, args.records))
     finally:
         if status is not None:
             broker.stop(port, work / "kafka")
