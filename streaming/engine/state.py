@@ -165,7 +165,7 @@ class _Unpacked:
     only a field nobody touched is stored from its old bytes: equal by construction.
     """
 
-    def __set_name__(self, owner: type, name: str) -> None:
+    def __init__(self, name: str):
         self.name = name
 
     def __get__(self, state: Any, owner: type | None = None) -> Any:
@@ -181,8 +181,7 @@ class _Unpacked:
 
 
 # After the dataclass is made: its generated __init__ and __eq__ then go through the descriptor.
-GroupState.assignment = _Unpacked()
-GroupState.assignment.__set_name__(GroupState, "assignment")
+GroupState.assignment = _Unpacked("assignment")
 
 
 def packed(state: GroupState, name: str) -> Packed | None:

@@ -28,6 +28,15 @@ def produce_story(config: Config, records: tuple[list, list]) -> None:
     produce(config.kafka.bootstrap_servers, config.kafka.heartbeat_topic, beats)
 
 
+def simulate_into(config: Config, *options: str) -> None:
+    """``rebalance-monitor simulate --rate 0`` with ``options`` into ``config``'s broker and topics."""
+    from streaming.cli.main import main as cli
+
+    assert cli(["simulate", "--bootstrap-servers", config.kafka.bootstrap_servers,
+                "--membership-topic", config.kafka.membership_topic,
+                "--heartbeat-topic", config.kafka.heartbeat_topic, "--rate", "0", *options]) == 0
+
+
 def run_available_now(spark, config: Config, timeout_s: float = 300) -> None:
     query = start_query(spark, config, available_now=True)
     assert query.awaitTermination(timeout_s), f"the query did not finish within {timeout_s} s"

@@ -23,11 +23,10 @@ import pytest
 
 from schemas import tables
 from streaming.alerting.delivery.payload import AlertTransition, webhook_message
-from streaming.cli.main import main as cli
 from streaming.config import parse_config
 from streaming.storage import Location
 from tests.integration import cluster
-from tests.integration.jobs import ALL_TABLES, MEASURED, make_config, run_available_now
+from tests.integration.jobs import ALL_TABLES, MEASURED, make_config, run_available_now, simulate_into
 from tests.integration.test_alert_delivery import Receiver, wait_until
 from tests.integration.test_job_scenarios import produce_scenario
 
@@ -237,13 +236,10 @@ def _expected_deliveries(alert_rows: list[dict]) -> collections.Counter:
 def test_sigkill_of_the_driver_on_local_cluster_and_s3_loses_and_repeats_nothing(
         spark, kafka_broker, object_store, tmp_path, unique_name):
     crashed = make_config(kafka_broker, tmp_path / "crashed", unique_name)
-    assert cli(["simulate", "--bootstrap-servers", crashed.kafka.bootstrap_servers,
-                "--membership-topic", crashed.kafka.membership_topic,
-                "--heartbeat-topic", crashed.kafka.heartbeat_topic,
-                "--groups", "4", "--members", "2-5", "--partitions", "3-8", "--churn-per-minute", "6",
-                "--session-timeout-ms", "10000", "--static-share", "0.3", "--cooperative-share", "0.5",
-                "--crash-share", "0.5", "--bad-share", "0.01", "--rate", "0", "--duration", "150",
-                "--start-time-ms", "1700000000000", "--seed", "11"]) == 0
+    simulate_into(crashed, "--groups", "4", "--members", "2-5", "--partitions", "3-8", "--churn-per-minute", "6",
+                  "--session-timeout-ms", "10000", "--static-share", "0.3", "--cooperative-share", "0.5",
+                  "--crash-share", "0.5", "--bad-share", "0.01", "--duration", "150",
+                  "--start-time-ms", "1700000000000", "--seed", "11")
     receiver = Receiver()
     try:
         prefix = f"crash-{unique_name}"
@@ -303,11 +299,8 @@ def standalone(tmp_path_factory):
 def test_the_documented_spark_submit_line_runs_a_simulated_workload_on_a_standalone_cluster(
         kafka_broker, object_store, standalone, tmp_path, unique_name):
     config = make_config(kafka_broker, tmp_path, unique_name)
-    assert cli(["simulate", "--bootstrap-servers", config.kafka.bootstrap_servers,
-                "--membership-topic", config.kafka.membership_topic,
-                "--heartbeat-topic", config.kafka.heartbeat_topic,
-                "--groups", "3", "--members", "2-4", "--partitions", "3-6", "--churn-per-minute", "4",
-                "--rate", "0", "--duration", "60", "--start-time-ms", "1700000000000", "--seed", "3"]) == 0
+    simulate_into(config, "--groups", "3", "--members", "2-4", "--partitions", "3-6", "--churn-per-minute", "4",
+                  "--duration", "60", "--start-time-ms", "1700000000000", "--seed", "3")
     prefix = f"standalone-{unique_name}"
     config_file = _write_config(tmp_path / "job.toml", config.kafka, object_store.toml(prefix))
     # As docs/deploy.md says: print the line, then run it as printed.

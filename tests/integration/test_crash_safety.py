@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from schemas import tables
-from streaming.cli.main import main as cli
-from tests.integration.jobs import history, make_config, read, run_available_now
+from tests.integration.jobs import history, make_config, read, run_available_now, simulate_into
 
 pytestmark = pytest.mark.integration
 
@@ -70,13 +69,10 @@ def _kill_mid_batch(job: subprocess.Popen, checkpoint: Path, after_commits: int,
 def test_sigkill_at_several_points_then_restart_gives_the_uninterrupted_history(
         spark, kafka_broker, tmp_path, unique_name):
     crashed = make_config(kafka_broker, tmp_path / "crashed", unique_name)
-    assert cli(["simulate", "--bootstrap-servers", crashed.kafka.bootstrap_servers,
-                "--membership-topic", crashed.kafka.membership_topic,
-                "--heartbeat-topic", crashed.kafka.heartbeat_topic,
-                "--groups", "4", "--members", "2-5", "--partitions", "3-8", "--churn-per-minute", "4",
-                "--session-timeout-ms", "10000", "--static-share", "0.3", "--cooperative-share", "0.5",
-                "--crash-share", "0.5", "--bad-share", "0.01", "--rate", "0", "--duration", "150",
-                "--start-time-ms", "1700000000000", "--seed", "7"]) == 0
+    simulate_into(crashed, "--groups", "4", "--members", "2-5", "--partitions", "3-8", "--churn-per-minute", "4",
+                  "--session-timeout-ms", "10000", "--static-share", "0.3", "--cooperative-share", "0.5",
+                  "--crash-share", "0.5", "--bad-share", "0.01", "--duration", "150",
+                  "--start-time-ms", "1700000000000", "--seed", "7")
 
     config_file = _write_config(tmp_path / "job.toml", crashed, max_offsets=60)
     checkpoint = Path(crashed.output.checkpoint_path)

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from schemas import tables
-from streaming.cli.main import main as cli
 from tests import stories
-from tests.integration.jobs import history, make_config, produce_story, read, run_available_now, with_job
+from tests.integration.jobs import (history, make_config, produce_story, read, run_available_now, simulate_into,
+                                     with_job)
 
 pytestmark = pytest.mark.integration
 
@@ -23,14 +23,11 @@ def test_the_same_topics_with_and_without_the_reduction_give_the_same_history(sp
     # Consumer groups (eager and cooperative, static members that bounce, members that crash and
     # expire), Streams applications (task lags in heartbeats), Connect clusters and refused records,
     # heartbeating every second: a 6 s window holds six heartbeats of a member.
-    assert cli(["simulate", "--bootstrap-servers", reduced.kafka.bootstrap_servers,
-                "--membership-topic", reduced.kafka.membership_topic,
-                "--heartbeat-topic", reduced.kafka.heartbeat_topic,
-                "--groups", "6", "--members", "2-5", "--partitions", "3-8", "--churn-per-minute", "4",
-                "--heartbeat-interval-ms", "1000", "--session-timeout-ms", "10000", "--static-share", "0.3",
-                "--cooperative-share", "0.5", "--crash-share", "0.5", "--streams-share", "0.25",
-                "--connect-share", "0.25", "--bad-share", "0.01", "--rate", "0", "--duration", "120",
-                "--start-time-ms", str(START), "--seed", "11"]) == 0
+    simulate_into(reduced, "--groups", "6", "--members", "2-5", "--partitions", "3-8", "--churn-per-minute", "4",
+                  "--heartbeat-interval-ms", "1000", "--session-timeout-ms", "10000", "--static-share", "0.3",
+                  "--cooperative-share", "0.5", "--crash-share", "0.5", "--streams-share", "0.25",
+                  "--connect-share", "0.25", "--bad-share", "0.01", "--duration", "120",
+                  "--start-time-ms", str(START), "--seed", "11")
     # And the scenario story whose expiry falls between two heartbeats of the others.
     produce_story(reduced, stories.to_records(stories.eager_range_story(), "eager", START))
     # Small batches: heartbeats wait in the state across batches, and the bucket timers fire.
