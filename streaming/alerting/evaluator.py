@@ -165,7 +165,7 @@ class AlertEvaluator:
         changes[identity] = _in_window(changes.pop(identity, []) + [at], at, rule.window_ms)
         stale = []
         for other, times in changes.items():
-            if times[-1] > at - rule.window_ms:
+            if times and times[-1] > at - rule.window_ms:
                 break
             if not self._is_open("member_flapping", other):
                 stale.append(other)

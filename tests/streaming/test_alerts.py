@@ -119,6 +119,20 @@ def test_expiries_fire_and_resolve_after_the_window():
                                 ("member_expired", "resolved", 26_500, 30_500)]
 
 
+@pytest.mark.parametrize("batches", [1, 7])
+def test_member_changes_keep_only_members_with_a_change_inside_the_window(batches):
+    # One join a second for 39 s: at the last one (39 s) only the joins after 29 s are in the
+    # 10 s window, and f0, which flapped at 0.5-0.7 s and again at 38.5-38.7 s (its alert open).
+    r = rules("[member_flapping]\nchanges = 2\nwindow_ms = 10000\n[rebalance_storm]\nenabled = false")
+    flapping = [join(500, "f0"), leave(600, "f0"), join(700, "f0"),
+                leave(38_500, "f0"), join(38_600, "f0"), leave(38_700, "f0"), join(38_800, "f0")]
+    events = [workload(0)] + flapping + [join(1_000 * i, f"m{i}") for i in range(1, 40)]
+    events += heartbeats(["f0"] + [f"m{i}" for i in range(1, 40)], 0, 45_000)
+    out, state = run(events, r, batches=batches)
+    assert [(x["subject"], x["status"]) for x in out] == [("f0", "firing"), ("f0", "resolved"), ("f0", "firing")]
+    assert sorted(state.alerts.member_changes) == sorted(["f0"] + [f"m{i}" for i in range(30, 40)])
+
+
 def test_a_flapping_member_is_named_and_a_steady_one_is_not():
     r = rules("[member_flapping]\nchanges = 3\nwindow_ms = 60000\n[rebalance_storm]\nenabled = false")
     flapping = []
