@@ -72,17 +72,24 @@ def test_without_a_window_every_heartbeat_travels():
     assert sorted(rows["a"]["beat_times"]) == [1, 2] and rows["a"]["beat_weights"] is None
 
 
+#: The packing step's input columns (operator_input.narrow_input).
+NARROW = pa.schema([pa.field("group_key", pa.string(), nullable=False), ("kind", pa.string()),
+                    ("member_id", pa.string()), ("event_time", pa.int64()), ("reject_reason", pa.string()),
+                    ("payload", pa.string())])
+
+
+def _beat(member: str, t: int, payload: str | None = None) -> dict:
+    """A heartbeat row of group g as the packing step receives it."""
+    return {"group_key": "g", "kind": "heartbeat", "member_id": member, "event_time": t, "reject_reason": None,
+            "payload": payload}
+
+
 def test_streams_heartbeats_with_lags_and_refused_records_are_never_dropped_and_counts_stay_exact():
-    schema = pa.schema([pa.field("group_key", pa.string(), nullable=False), ("kind", pa.string()),
-                        ("member_id", pa.string()), ("event_time", pa.int64()), ("reject_reason", pa.string()),
-                        ("payload", pa.string())])
-    rows = [{"group_key": "g", "kind": "heartbeat", "member_id": "s1", "event_time": t, "reject_reason": None,
-             "payload": None} for t in range(1_000, 6_000, 500)]
-    lags = [{"group_key": "g", "kind": "heartbeat", "member_id": "s1", "event_time": t, "reject_reason": None,
-             "payload": '{"task_lags":{"0_1":%d}}' % t} for t in (1_200, 2_200, 3_200)]
+    rows = [_beat("s1", t) for t in range(1_000, 6_000, 500)]
+    lags = [_beat("s1", t, payload='{"task_lags":{"0_1":%d}}' % t) for t in (1_200, 2_200, 3_200)]
     refused = [{"group_key": "", "kind": "heartbeat", "member_id": None, "event_time": None,
                 "reject_reason": "not JSON", "payload": '{"raw_value":"x"}'}]
-    batch = pa.RecordBatch.from_pylist(rows + lags + refused, schema=schema)
+    batch = pa.RecordBatch.from_pylist(rows + lags + refused, schema=NARROW)
     out = pd.DataFrame(pa.Table.from_batches(list(compact_heartbeats(iter([batch]), reduce_within_ms=WINDOW)))
                        .to_pylist())
     columns = BucketRows(out)
@@ -97,12 +104,8 @@ def test_streams_heartbeats_with_lags_and_refused_records_are_never_dropped_and_
 
 
 def test_a_members_heartbeats_of_a_whole_partition_slice_are_reduced_together_whatever_its_arrow_batches():
-    schema = pa.schema([pa.field("group_key", pa.string(), nullable=False), ("kind", pa.string()),
-                        ("member_id", pa.string()), ("event_time", pa.int64()), ("reject_reason", pa.string()),
-                        ("payload", pa.string())])
-    rows = [{"group_key": "g", "kind": "heartbeat", "member_id": "a", "event_time": t, "reject_reason": None,
-             "payload": None} for t in range(1_000, 6_000, 500)]
-    batches = [pa.RecordBatch.from_pylist(rows[:4], schema=schema), pa.RecordBatch.from_pylist(rows[4:], schema=schema)]
+    rows = [_beat("a", t) for t in range(1_000, 6_000, 500)]
+    batches = [pa.RecordBatch.from_pylist(rows[:4], schema=NARROW), pa.RecordBatch.from_pylist(rows[4:], schema=NARROW)]
     out = pa.Table.from_batches(list(compact_heartbeats(iter(batches), reduce_within_ms=WINDOW))).to_pylist()
     (packed,) = [r for r in out if r["kind"] == "heartbeat"]
     assert sorted(zip(packed["beat_times"], packed["beat_weights"])) == [(1_000, 1), (5_500, len(rows) - 1)]
