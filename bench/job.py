@@ -863,8 +863,8 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
         "batch_sink_s": _percentiles([t["sink_ms"] / 1000 for t in probe_batches]),
         "input_rows_per_s_mean": round(statistics.fmean(input_rates)) if input_rates else None,
         "processed_rows_per_s_mean": round(statistics.fmean(processed)) if processed else None,
-        "target_p99_below_s": 5.0,
-        "target_met": bool(latencies) and not missing and _percentiles(latencies)["p99"] < 5.0,
+        "target_p99_at_most_s": LATENCY_P99_TARGET_S,
+        "target_met": bool(latencies) and not missing and _percentiles(latencies)["p99"] <= LATENCY_P99_TARGET_S,
         "load_end": loadavg(),
     })
     return result
@@ -884,6 +884,8 @@ def _caught_up(progress: list[dict], events_per_s: float, batches: int = 5) -> b
 
 #: A probe not in Delta after this long is counted as missing (the job is not keeping up).
 PROBE_TIMEOUT_S = 45.0
+#: Issue 20's target for p99 produce-to-Delta at 10,000 events/s (it was 5 s before).
+LATENCY_P99_TARGET_S = 2.5
 #: Latency is probed on a JVM that has been up this long: a running monitor's JIT has long settled,
 #: and the first minutes are not its steady state. Measured at 10K events/s (2 cores): the JIT's
 #: compiler threads took 4.5 s of CPU per 10 s at 75 s of uptime and about 1 s per 10 s at 150 s, and
@@ -897,15 +899,18 @@ LOW_LATENCY = {"trigger_interval": "0 seconds", "coalesce_ms": 250, "allowed_lat
 def scenario_latency(spark, bootstrap: str, work: Path, quick: bool, jvm_started: float = 0.0) -> dict:
     samples = 6 if quick else 60
     runs = {}
-    # First at the brief's rate (10,000 events/s); then at a tenth of it, a rate the throughput
-    # scenario says the job sustains, to see the pipeline's own floor. Both with the low-latency
-    # setting: the defaults add 3 s of event-time waiting before any batch work starts.
-    for name, groups in (("low_latency_10k_per_s", 200 if quick else 1_000),
-                         ("low_latency_1k_per_s", 50 if quick else 100)):
+    # First on the cold JVM (probing as soon as the job has caught up), then warm at the brief's
+    # rate (10,000 events/s), then at a tenth of it, a rate the throughput scenario says the job
+    # sustains, to see the pipeline's own floor. All with the low-latency setting: the defaults add
+    # 3 s of event-time waiting before any batch work starts. (The cold run only is cold when the
+    # scenario runs first in its JVM: run it with --scenario latency.)
+    jvm_wait = 0 if quick else JVM_WARM_S
+    for name, groups, wait_s in (("cold_jvm_10k_per_s", 200 if quick else 1_000, 0),
+                                 ("low_latency_10k_per_s", 200 if quick else 1_000, jvm_wait),
+                                 ("low_latency_1k_per_s", 50 if quick else 100, jvm_wait)):
         print(f"[latency] {name} ...", flush=True)
         runs[name] = latency_run(spark, bootstrap, work, name.replace("_", "-"), groups, samples,
-                                 60 if quick else 180, probe_not_before=jvm_started + (0 if quick else JVM_WARM_S),
-                                 **LOW_LATENCY)
+                                 60 if quick else 180, probe_not_before=jvm_started + wait_s, **LOW_LATENCY)
         print(f"[latency] {name}: {runs[name]['latency_s']} missing {runs[name]['missing']} "
               f"warm-up done {runs[name]['warmup_done']}", flush=True)
     return runs
@@ -1197,7 +1202,8 @@ def markdown(results: dict) -> str:
             "once the job has caught up after its start (warm-up s, from the first produce: the probe group's "
             "first generation is in Delta, and the last 5 batches each read at most 1.5 x what arrived during "
             "the batch before; capped at 180 s), and not before the JVM has been up "
-            f"{JVM_WARM_S:.0f} s (JIT warm-up: a monitor runs for days; JVM wait s is the extra wait for it).",
+            f"{JVM_WARM_S:.0f} s (JIT warm-up: a monitor runs for days; JVM wait s is the extra wait for it), "
+            "except in the cold-JVM run, first in its JVM, which probes as soon as the job has caught up.",
             "",
             "| setting | trigger | coalesce ms | lateness ms | background events/s | warm-up s | JVM wait s | samples | missing | "
             "p50 s | p90 s | p99 s | max s | batch s p50 / max | compute s p50 | sink s p50 | load start -> end |",
@@ -1213,7 +1219,7 @@ def markdown(results: dict) -> str:
                 f"{_fmt(r['batch_duration_s'].get('p50'))} / {_fmt(r['batch_duration_s'].get('max'))} | "
                 f"{_fmt(r.get('batch_compute_s', {}).get('p50'))} | {_fmt(r.get('batch_sink_s', {}).get('p50'))} | "
                 f"{r['load_start']} -> {r['load_end']} |")
-        lines += ["", "Target p99 < 5 s: " + ", ".join(
+        lines += ["", f"Target p99 <= {LATENCY_P99_TARGET_S} s (issue 20): " + ", ".join(
             f"{name} **{'met' if r['target_met'] else 'missed'}**" for name, r in lat.items()) + "."]
     big = s.get("big_group")
     if big:
