@@ -167,8 +167,8 @@ def encode_state(state: GroupState) -> bytes:
         "topics": [[t.name, t.partitions, [sorted(r) for r in t.replica_racks] if t.replica_racks is not None else None,
                     topic_id_string(t.topic_id) if t.topic_id is not None else None]
                    for t in state.topics.values()],
-        "members": [[m.member_id, subscriptions.setdefault(m.topics, len(subscriptions)), m.joined_at, m.last_seen, m.session_timeout_ms,
-                     m.group_instance_id, m.client_id, m.host, m.rack,
+        "members": [[m.member_id, subscriptions.setdefault(m.topics, len(subscriptions)), m.joined_at, m.last_seen,
+                     m.session_timeout_ms, m.group_instance_id, m.client_id, m.host, m.rack,
                      [[tp.topic, tp.partition] for tp in m.reported_owned], m.reported_generation, m.expires,
                      m.task_metadata]
                     for m in state.members.values()],
