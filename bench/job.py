@@ -363,6 +363,26 @@ def run_read_and_parse(spark, config: Config, timings: dict[int, dict]):
             .trigger(availableNow=True).start())
 
 
+def run_read_only(spark, config: Config, timings: dict[int, dict]):
+    """The ceiling of Spark's Kafka source here: both topics read, each record's value as a string,
+    into the ``noop`` sink; nothing parsed."""
+    from pyspark.sql import functions as F
+
+    kafka = config.kafka
+    membership, heartbeats = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
+                              .select(F.col("value").cast("string").alias("value"))
+                              for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+
+    def sink(batch, batch_id):
+        t0 = time.perf_counter()
+        batch.write.format("noop").mode("append").save()
+        timings[batch_id] = {"compute_ms": None, "sink_ms": round((time.perf_counter() - t0) * 1000)}
+
+    return (membership.unionByName(heartbeats).writeStream.queryName("read-only").foreachBatch(sink)
+            .option("checkpointLocation", config.output.checkpoint_path)
+            .trigger(availableNow=True).start())
+
+
 def _elsewhere(config: Config, work: Path, name: str, **job: Any) -> Config:
     """``config`` over the same topics, writing its tables and checkpoint under ``work / name``."""
     output = replace(config.output, root=str(work / name / "data"), checkpoint=str(work / name / "checkpoint"),
@@ -439,6 +459,16 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
     result["read_and_parse"] = _run_to_end(
         lambda t: run_read_and_parse(spark, _elsewhere(config, work, "read-and-parse"), t), "read and parse")
     print(f"[throughput] read and parse only: {result['read_and_parse']['sustained']}", flush=True)
+    # Below the job's own parse: what Spark's Kafka source alone sustains, and the floor query
+    # (bench/latency_floor.py: four fields parsed, every record through transformWithStateInPandas).
+    result["read_only"] = _run_to_end(
+        lambda t: run_read_only(spark, _elsewhere(config, work, "read-only"), t), "read only")
+    print(f"[throughput] Kafka read only: {result['read_only']['sustained']}", flush=True)
+    from bench.latency_floor import start_floor_query
+
+    result["floor"] = _run_to_end(
+        lambda t: start_floor_query(spark, _elsewhere(config, work, "floor"), t, available_now=True), "the floor query")
+    print(f"[throughput] floor query: {result['floor']['sustained']}", flush=True)
     result["reduction"] = compare_histories(config.output, full_config.output)
     print(f"[throughput] reduction: {result['reduction']}", flush=True)
 
@@ -765,11 +795,17 @@ class LiveTraffic:
         self._thread.join()
 
 
-def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, samples: int, warmup_cap_s: float,
-                probe_not_before: float = 0.0, **job: Any) -> dict:
-    """One latency setting. Probing starts once the job has caught up, and not before the monotonic
-    time ``probe_not_before`` (the JVM's JIT warm-up, see JVM_WARM_S)."""
+def _start_job(spark, config: Config, timings: dict[int, dict]):
     from streaming.job.main import start_query
+
+    return start_query(spark, config, available_now=False, write=timed_sink(timings))
+
+
+def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, samples: int, warmup_cap_s: float,
+                probe_not_before: float = 0.0, start: Callable = _start_job, **job: Any) -> dict:
+    """One latency setting. Probing starts once the job has caught up, and not before the monotonic
+    time ``probe_not_before`` (the JVM's JIT warm-up, see JVM_WARM_S). ``start(spark, config,
+    timings)`` starts the query probed: the job, or the floor query (bench/latency_floor.py)."""
 
     config = make_config(bootstrap, work, name, **job)
     traffic = LiveTraffic(bootstrap, config, groups=groups, members=10)
@@ -783,7 +819,7 @@ def latency_run(spark, bootstrap: str, work: Path, name: str, groups: int, sampl
     traffic.start()
     produced_at_start = time.monotonic()
     timings: dict[int, dict] = {}
-    query = start_query(spark, config, available_now=False, write=timed_sink(timings))
+    query = start(spark, config, timings)
     latencies: list[float] = []
     missing: list[str] = []
     try:
@@ -904,13 +940,19 @@ def scenario_latency(spark, bootstrap: str, work: Path, quick: bool, jvm_started
     # sustains, to see the pipeline's own floor. All with the low-latency setting: the defaults add
     # 3 s of event-time waiting before any batch work starts. (The cold run only is cold when the
     # scenario runs first in its JVM: run it with --scenario latency.)
+    # Last, the floor query (bench/latency_floor.py) with the same traffic and probes: the latency
+    # of the same decision with no engine, no validation and one table, i.e. of Spark's operator.
+    from bench.latency_floor import start_floor_query
+
     jvm_wait = 0 if quick else JVM_WARM_S
-    for name, groups, wait_s in (("cold_jvm_10k_per_s", 200 if quick else 1_000, 0),
-                                 ("low_latency_10k_per_s", 200 if quick else 1_000, jvm_wait),
-                                 ("low_latency_1k_per_s", 50 if quick else 100, jvm_wait)):
+    for name, groups, wait_s, start in (("cold_jvm_10k_per_s", 200 if quick else 1_000, 0, _start_job),
+                                        ("low_latency_10k_per_s", 200 if quick else 1_000, jvm_wait, _start_job),
+                                        ("low_latency_1k_per_s", 50 if quick else 100, jvm_wait, _start_job),
+                                        ("floor_10k_per_s", 200 if quick else 1_000, jvm_wait, start_floor_query)):
         print(f"[latency] {name} ...", flush=True)
         runs[name] = latency_run(spark, bootstrap, work, name.replace("_", "-"), groups, samples,
-                                 60 if quick else 180, probe_not_before=jvm_started + wait_s, **LOW_LATENCY)
+                                 60 if quick else 180, probe_not_before=jvm_started + wait_s, start=start,
+                                 **LOW_LATENCY)
         print(f"[latency] {name}: {runs[name]['latency_s']} missing {runs[name]['missing']} "
               f"warm-up done {runs[name]['warmup_done']}", flush=True)
     return runs
@@ -1054,10 +1096,50 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
                                                           row["generation"])
         query.stop()
     result["rss"] = rss.result()
+    # The floor under round 1 (bench/latency_floor.py): round 1's records again, on topics of their
+    # own, through the least a job must do with them. It runs on the warm JVM the job left.
+    result["floor"] = big_group_floor(spark, bootstrap, work, producer, membership,
+                                      heartbeats(t0 + 600, member_ids), group, members)
     state_dir = Path(config.output.checkpoint_path) / "state"
     result["checkpoint_state_mib"] = round(sum(f.stat().st_size for f in state_dir.rglob("*") if f.is_file()) / 2**20, 1)
     result["load_end"] = loadavg()
     return result
+
+
+def big_group_floor(spark, bootstrap: str, work: Path, producer, membership: list, heartbeat_records: list,
+                    group: str, members: int) -> dict:
+    """Round 1 of the huge group through the floor query: seconds from its first batch until every
+    join's row is in Delta (the floor's stand-in for the first generation)."""
+    from bench.latency_floor import start_floor_query
+
+    config = make_config(bootstrap, work, "big-group-floor", trigger_interval="1 second")
+    _produce_all(producer, config.kafka.membership_topic, membership)
+    _produce_all(producer, config.kafka.heartbeat_topic, heartbeat_records)
+    producer.flush(120)
+    rows = DeltaTail(config.output.table_path("balance_metrics"), ["group_id", "trigger_member"])
+    timings: dict[int, dict] = {}
+    started = time.time()
+    query = start_floor_query(spark, config, timings)
+    decided: set[str] = set()
+    deadline = time.monotonic() + BIG_ROUND1_TIMEOUT_S
+    seen = None
+    try:
+        while len(decided) < members and time.monotonic() < deadline:
+            for seen, row in rows.poll():
+                if row["group_id"] == group:
+                    decided.add(row["trigger_member"])
+            _raise_if_failed(query)
+            time.sleep(0.05)
+        _wait_batch_done(query)
+        progress = progress_rows(query)
+    finally:
+        query.stop()
+    if len(decided) < members:
+        return {"not_reached_within_s": BIG_ROUND1_TIMEOUT_S, "decided": len(decided),
+                "batches": batch_table(progress, timings)}
+    first_batch = min(_ts(p["timestamp"]) for p in progress) if progress else started
+    return {"from_query_start_s": round(seen - started, 1), "from_first_batch_s": round(seen - first_batch, 1),
+            "joins_decided": len(decided), "batches": batch_table(progress, timings)}
 
 
 # -- report ----------------------------------------------------------------------------------------
@@ -1122,15 +1204,20 @@ def markdown(results: dict) -> str:
             "writer (no idempotence marker: it pays for nothing the job's exactly-once sink pays for); no "
             "watermark, no stateful operator. A warm-up run of the job over the same topics "
             "came first (not measured; without it the first query paid the cold start), then the job, the "
-            "baseline, the job again without the heartbeat reduction (`job.reduce_heartbeats = false`), and "
-            "last the read and parse alone (Kafka read and `parse_records` into Spark's `noop` sink: the "
-            "ceiling of any job that parses these records in Spark).",
+            "baseline, the job again without the heartbeat reduction (`job.reduce_heartbeats = false`), "
+            "the read and parse alone (Kafka read and `parse_records` into Spark's `noop` sink: the "
+            "ceiling of any job that parses these records as the job does), Spark's Kafka source alone (each "
+            "record's value as a string into `noop`: the ceiling of any Spark job over these topics), and last "
+            "the floor query of `bench/latency_floor.py` (four fields and the subscription read with "
+            "`from_json`, every record through a minimal `transformWithStateInPandas` processor keyed by the "
+            "job's state buckets, its few rows appended to Delta: the least a stateful Python job does).",
             "",
             "| run | batches | rows | wall s | events/s | events/s without batch 0 | wall incl. query start s |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         names = {"job": "job", "baseline": "baseline", "job_unreduced": "job, reduction off",
-                 "read_and_parse": "read and parse only (noop sink)"}
+                 "read_and_parse": "read and parse only (noop sink)",
+                 "read_only": "Kafka source only (noop sink)", "floor": "floor query (latency_floor.py)"}
         for name in [n for n in names if n in tp]:
             r = tp[name]
             lines.append(f"| {names[name]} | {r['sustained']['batches']} | {_fmt(r['sustained'].get('rows'))} | "
@@ -1203,7 +1290,11 @@ def markdown(results: dict) -> str:
             "first generation is in Delta, and the last 5 batches each read at most 1.5 x what arrived during "
             "the batch before; capped at 180 s), and not before the JVM has been up "
             f"{JVM_WARM_S:.0f} s (JIT warm-up: a monitor runs for days; JVM wait s is the extra wait for it), "
-            "except in the cold-JVM run, first in its JVM, which probes as soon as the job has caught up.",
+            "except in the cold-JVM run, first in its JVM, which probes as soon as the job has caught up. "
+            "`floor_10k_per_s` is not the job: it is the floor query of `bench/latency_floor.py` under the same "
+            "traffic and probes (the same Kafka sources, watermark, state buckets and event-time decision, with "
+            "`transformWithStateInPandas` and one Delta append per batch, but no validation, engine or other "
+            "table), the latency of Spark's operator itself on this machine.",
             "",
             "| setting | trigger | coalesce ms | lateness ms | background events/s | warm-up s | JVM wait s | samples | missing | "
             "p50 s | p90 s | p99 s | max s | batch s p50 / max | compute s p50 | sink s p50 | load start -> end |",
@@ -1262,6 +1353,29 @@ def markdown(results: dict) -> str:
                 lines.append(f"| {rnd} | {b['batch']} | {_fmt(b['rows'])} | {_fmt(b['trigger_ms'])} | "
                              f"{_fmt(b['add_batch_ms'])} | {_fmt(b.get('state_update_ms'))} | "
                              f"{_fmt(b.get('state_commit_ms'))} | {_fmt(b.get('state_memory_mib'))} |")
+        floor = big.get("floor")
+        if floor:
+            reached = ("not reached within {} s ({:,} joins decided)".format(floor["not_reached_within_s"],
+                                                                            floor["decided"])
+                       if "not_reached_within_s" in floor else
+                       f"**{_fmt(floor['from_first_batch_s'])} s** from its first batch "
+                       f"({_fmt(floor['from_query_start_s'])} s from query start)")
+            lines += [
+                "",
+                "The floor under round 1 (`bench/latency_floor.py`, on the warm JVM the job left): the same records "
+                "on topics of their own, read with the job's source options, `from_json` of the five fields a job "
+                "needs (the subscriptions included), the job's watermark and state bucket, a "
+                "`transformWithStateInPandas` processor that keeps each join with its subscription in state and "
+                "decides it when the group's clock passes the coalescing window plus lateness, one row per member "
+                f"appended to Delta with delta-rs; no validation, engine, assignor or other table. All "
+                f"{_fmt(big['members'])} joins in Delta {reached}.",
+                "",
+                "| floor batch | rows | trigger ms | addBatch ms | planning ms | state update ms | compute ms | sink ms |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            ]
+            lines += [f"| {b['batch']} | {_fmt(b['rows'])} | {_fmt(b['trigger_ms'])} | {_fmt(b['add_batch_ms'])} | "
+                      f"{_fmt(b['planning_ms'])} | {_fmt(b.get('state_update_ms'))} | {_fmt(b.get('compute_ms'))} | "
+                      f"{_fmt(b.get('sink_ms'))} |" for b in floor["batches"]]
     scale = s.get("scale")
     if scale:
         lines += [

@@ -1,0 +1,134 @@
+"""The latency floor: the least a transformWithStateInPandas job can do with the latency probes.
+
+Issue 20 asks for p99 produce-to-Delta of at most 2.5 s at 10,000 events/s. A join's generation
+is decided when its group's clock (newest heartbeat) is ``coalesce_ms + allowed_lateness_ms`` past
+the join, so the probe's latency is that event-time wait, plus the wait for a micro-batch that
+starts after it, plus that batch. This query keeps exactly that decision and nothing else:
+
+Kafka (the job's two topics and source options) -> ``from_json`` of four fields -> the job's
+watermark and state-bucket key -> ``transformWithStateInPandas`` in event-time mode, one
+``ValueState`` per bucket (the groups' clocks and pending joins with their subscriptions,
+pickled) -> rows
+``(group_id, trigger_member, generation)`` -> one Delta append per batch with delta-rs, as the
+job's sink does.
+
+No validation, no engine, no assignor, no other table: whatever batch time it takes at a given
+rate is Spark's and the operator's own, a floor under the job's. ``bench/job.py --scenario
+latency`` probes it with the same traffic and probes as the job (its ``floor_10k_per_s`` run), and
+``--scenario big-group`` gives it the huge group's 10,000 joins (its ``floor`` round), and
+``--scenario throughput`` the 3 million records.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from typing import Iterator
+
+import pandas as pd
+from pyspark import cloudpickle
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType
+
+from streaming.config import Config
+from streaming.job.bucket_keys import bucket_keys
+
+# Spark pickles the processor into its Python workers, which cannot import this module by name
+# (bench/ is not a package on their path): ship the module's code by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+EVENT_SCHEMA = StructType([
+    StructField("group_id", StringType()),
+    StructField("member_id", StringType()),
+    StructField("event_time", LongType()),
+    StructField("type", StringType()),
+    # A join's subscription: any job must read it and keep it (the huge group's joins list 100 topics).
+    StructField("topics", ArrayType(StringType())),
+])
+OUTPUT_SCHEMA = StructType([
+    StructField("group_id", StringType()),
+    StructField("trigger_member", StringType()),
+    StructField("generation", LongType()),
+])
+_BLOB = StructType([StructField("blob", BinaryType(), False)])
+
+
+class JoinDecider(StatefulProcessor):
+    """Per bucket: each group's clock and pending joins; a join is decided once the clock is
+    ``wait_ms`` past it (the job's coalescing window plus its allowed lateness)."""
+
+    def __init__(self, wait_ms: int):
+        self.wait_ms = wait_ms
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.state = handle.getValueState("bucket", _BLOB)
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        stored = self.state.get()
+        groups: dict = pickle.loads(bytes(stored[0])) if stored is not None else {}
+        batch = pd.concat(list(rows), ignore_index=True)
+        beats = batch[batch["type"].isna()]
+        for group_id, clock in beats.groupby("group_id")["event_time"].max().items():
+            entry = groups.setdefault(group_id, {"clock": 0, "pending": [], "generation": 0})
+            entry["clock"] = max(entry["clock"], int(clock))
+        joins = batch[batch["type"] == "join"]
+        for group_id, member, event_time, topics in zip(joins["group_id"], joins["member_id"], joins["event_time"],
+                                                         joins["topics"]):
+            entry = groups.setdefault(group_id, {"clock": 0, "pending": [], "generation": 0})
+            entry["pending"].append((member, int(event_time), list(topics)))
+        out = []
+        for group_id, entry in groups.items():
+            due = [p for p in entry["pending"] if p[1] + self.wait_ms <= entry["clock"]]
+            if due:
+                entry["generation"] += 1
+                out.extend((group_id, member, entry["generation"]) for member, *_ in due)
+                entry["pending"] = [p for p in entry["pending"] if p[1] + self.wait_ms > entry["clock"]]
+        self.state.update((pickle.dumps(groups),))
+        yield pd.DataFrame(out, columns=["group_id", "trigger_member", "generation"])
+
+    def close(self) -> None:
+        pass
+
+
+def decided_joins(spark, config: Config):
+    """The floor query's rows: the job's sources, watermark and bucket key, the minimal processor."""
+    kafka, job = config.kafka, config.job
+    events = None
+    for topic in (kafka.membership_topic, kafka.heartbeat_topic):
+        read = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
+                .select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*"))
+        events = read if events is None else events.unionByName(read)
+    keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(job.state_buckets)])
+    bucket = F.element_at(keys, (F.pmod(F.xxhash64("group_id"), F.lit(job.state_buckets)) + 1).cast("int"))
+    return (events.where(F.col("group_id").isNotNull())
+            .withColumn("event_ts", F.timestamp_millis("event_time"))
+            .withWatermark("event_ts", f"{job.idle_group_grace_ms} milliseconds")
+            .withColumn("state_bucket", bucket)
+            .groupBy("state_bucket")
+            .transformWithStateInPandas(statefulProcessor=JoinDecider(job.coalesce_ms + job.allowed_lateness_ms),
+                                        outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime"))
+
+
+def start_floor_query(spark, config: Config, timings: dict[int, dict], available_now: bool = False):
+    """Start the floor query; ``timings[batch_id]`` gets its compute and sink times, as the job's.
+    ``available_now``: read what the topics hold and stop (the throughput scenario)."""
+    import time
+
+    from deltalake import write_deltalake
+
+    path = config.output.table_path("balance_metrics")
+
+    def sink(batch, batch_id):
+        t0 = time.perf_counter()
+        rows = batch.toArrow()
+        t1 = time.perf_counter()
+        if rows.num_rows:
+            write_deltalake(path, rows, mode="append")
+        timings[batch_id] = {"compute_ms": round((t1 - t0) * 1000),
+                             "sink_ms": round((time.perf_counter() - t1) * 1000), "output_rows": rows.num_rows}
+
+    writer = (decided_joins(spark, config).writeStream.queryName("floor").foreachBatch(sink)
+              .option("checkpointLocation", config.output.checkpoint_path))
+    trigger = {"availableNow": True} if available_now else {"processingTime": config.job.trigger_interval}
+    return writer.trigger(**trigger).start()
