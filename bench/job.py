@@ -1098,48 +1098,70 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
     result["rss"] = rss.result()
     # The floor under round 1 (bench/latency_floor.py): round 1's records again, on topics of their
     # own, through the least a job must do with them. It runs on the warm JVM the job left.
-    result["floor"] = big_group_floor(spark, bootstrap, work, producer, membership,
-                                      heartbeats(t0 + 600, member_ids), group, members)
+    result["floor"] = big_group_floor(spark, bootstrap, work, producer, [membership, heartbeats(t0 + 600, member_ids)],
+                                      [leave, heartbeats(t0 + 10_600, member_ids[1:])], group, members, member_ids[0])
     state_dir = Path(config.output.checkpoint_path) / "state"
     result["checkpoint_state_mib"] = round(sum(f.stat().st_size for f in state_dir.rglob("*") if f.is_file()) / 2**20, 1)
     result["load_end"] = loadavg()
     return result
 
 
-def big_group_floor(spark, bootstrap: str, work: Path, producer, membership: list, heartbeat_records: list,
-                    group: str, members: int) -> dict:
-    """Round 1 of the huge group through the floor query: seconds from its first batch until every
-    join's row is in Delta (the floor's stand-in for the first generation)."""
+def big_group_floor(spark, bootstrap: str, work: Path, producer, round1: list[list], round2: list[list],
+                    group: str, members: int, leaver: str) -> dict:
+    """The huge group's two rounds through the floor query, on topics of its own: seconds from its
+    first batch until every join's row is in Delta (its stand-in for the first generation), then
+    from the leave's produce until the leave's row is. ``round1`` and ``round2``: the membership and
+    heartbeat records of each round."""
     from bench.latency_floor import start_floor_query
 
     config = make_config(bootstrap, work, "big-group-floor", trigger_interval="1 second")
-    _produce_all(producer, config.kafka.membership_topic, membership)
-    _produce_all(producer, config.kafka.heartbeat_topic, heartbeat_records)
-    producer.flush(120)
+
+    def produce(membership: list, beats: list) -> None:
+        _produce_all(producer, config.kafka.membership_topic, membership)
+        _produce_all(producer, config.kafka.heartbeat_topic, beats)
+        producer.flush(120)
+
+    def wait(done: Callable[[], bool], timeout_s: float) -> float | None:
+        """Poll the floor's rows into ``decided`` until ``done()``; the time the last rows were seen."""
+        deadline = time.monotonic() + timeout_s
+        seen = None
+        while not done() and time.monotonic() < deadline:
+            for seen, row in rows.poll():
+                if row["group_id"] == group:
+                    decided.append(row["trigger_member"])
+            _raise_if_failed(query)
+            time.sleep(0.05)
+        return seen if done() else None
+
+    produce(*round1)
     rows = DeltaTail(config.output.table_path("balance_metrics"), ["group_id", "trigger_member"])
+    decided: list[str] = []
     timings: dict[int, dict] = {}
     started = time.time()
     query = start_floor_query(spark, config, timings)
-    decided: set[str] = set()
-    deadline = time.monotonic() + BIG_ROUND1_TIMEOUT_S
-    seen = None
+    result: dict[str, Any] = {}
     try:
-        while len(decided) < members and time.monotonic() < deadline:
-            for seen, row in rows.poll():
-                if row["group_id"] == group:
-                    decided.add(row["trigger_member"])
-            _raise_if_failed(query)
-            time.sleep(0.05)
+        seen = wait(lambda: len(decided) >= members, BIG_ROUND1_TIMEOUT_S)
         _wait_batch_done(query)
         progress = progress_rows(query)
+        first_batch = min(_ts(p["timestamp"]) for p in progress) if progress else started
+        result["round1"] = ({"not_reached_within_s": BIG_ROUND1_TIMEOUT_S, "decided": len(decided)} if seen is None
+                            else {"from_query_start_s": round(seen - started, 1),
+                                  "from_first_batch_s": round(seen - first_batch, 1), "joins_decided": len(decided)})
+        result["round1"]["batches"] = batch_table(progress, timings)
+        done = {p["batchId"] for p in progress}
+        if seen is not None:
+            sent = time.time()
+            produce(*round2)
+            seen = wait(lambda: leaver in decided[members:], BIG_ROUND2_TIMEOUT_S)
+            _wait_batch_done(query)
+            result["round2"] = ({"not_reached_within_s": BIG_ROUND2_TIMEOUT_S} if seen is None
+                                else {"from_leave_produced_s": round(seen - sent, 1)})
+            result["round2"]["batches"] = batch_table([p for p in progress_rows(query) if p["batchId"] not in done],
+                                                      timings)
     finally:
         query.stop()
-    if len(decided) < members:
-        return {"not_reached_within_s": BIG_ROUND1_TIMEOUT_S, "decided": len(decided),
-                "batches": batch_table(progress, timings)}
-    first_batch = min(_ts(p["timestamp"]) for p in progress) if progress else started
-    return {"from_query_start_s": round(seen - started, 1), "from_first_batch_s": round(seen - first_batch, 1),
-            "joins_decided": len(decided), "batches": batch_table(progress, timings)}
+    return result
 
 
 # -- report ----------------------------------------------------------------------------------------
@@ -1208,9 +1230,9 @@ def markdown(results: dict) -> str:
             "the read and parse alone (Kafka read and `parse_records` into Spark's `noop` sink: the "
             "ceiling of any job that parses these records as the job does), Spark's Kafka source alone (each "
             "record's value as a string into `noop`: the ceiling of any Spark job over these topics), and last "
-            "the floor query of `bench/latency_floor.py` (four fields and the subscription read with "
-            "`from_json`, every record through a minimal `transformWithStateInPandas` processor keyed by the "
-            "job's state buckets, its few rows appended to Delta: the least a stateful Python job does).",
+            "the floor query of `bench/latency_floor.py` (five fields read with `from_json`, a member's "
+            "heartbeats packed as the job packs them, a minimal `transformWithStateInPandas` processor keyed by "
+            "the job's state buckets, its few rows appended to Delta: the least a stateful Python job does).",
             "",
             "| run | batches | rows | wall s | events/s | events/s without batch 0 | wall incl. query start s |",
             "|---|---:|---:|---:|---:|---:|---:|",
@@ -1292,9 +1314,9 @@ def markdown(results: dict) -> str:
             f"{JVM_WARM_S:.0f} s (JIT warm-up: a monitor runs for days; JVM wait s is the extra wait for it), "
             "except in the cold-JVM run, first in its JVM, which probes as soon as the job has caught up. "
             "`floor_10k_per_s` is not the job: it is the floor query of `bench/latency_floor.py` under the same "
-            "traffic and probes (the same Kafka sources, watermark, state buckets and event-time decision, with "
-            "`transformWithStateInPandas` and one Delta append per batch, but no validation, engine or other "
-            "table), the latency of Spark's operator itself on this machine.",
+            "traffic and probes (the same Kafka sources, packing of heartbeats, watermark, state buckets and "
+            "event-time decision, with `transformWithStateInPandas` and one Delta append per batch, but no "
+            "validation, engine or other table): the latency of the architecture itself on this machine.",
             "",
             "| setting | trigger | coalesce ms | lateness ms | background events/s | warm-up s | JVM wait s | samples | missing | "
             "p50 s | p90 s | p99 s | max s | batch s p50 / max | compute s p50 | sink s p50 | load start -> end |",
@@ -1355,27 +1377,29 @@ def markdown(results: dict) -> str:
                              f"{_fmt(b.get('state_commit_ms'))} | {_fmt(b.get('state_memory_mib'))} |")
         floor = big.get("floor")
         if floor:
-            reached = ("not reached within {} s ({:,} joins decided)".format(floor["not_reached_within_s"],
-                                                                            floor["decided"])
-                       if "not_reached_within_s" in floor else
-                       f"**{_fmt(floor['from_first_batch_s'])} s** from its first batch "
-                       f"({_fmt(floor['from_query_start_s'])} s from query start)")
+            f1, f2 = floor["round1"], floor.get("round2") or {"not_reached_within_s": "not run", "batches": []}
+            first = (f"not reached within {f1['not_reached_within_s']} s ({f1['decided']:,} joins decided)"
+                     if "not_reached_within_s" in f1 else
+                     f"**{_fmt(f1['from_first_batch_s'])} s** from its first batch "
+                     f"({_fmt(f1['from_query_start_s'])} s from query start)")
+            leave = (f"not reached within {f2['not_reached_within_s']} s" if "not_reached_within_s" in f2
+                     else f"**{_fmt(f2['from_leave_produced_s'])} s** from its produce")
             lines += [
                 "",
-                "The floor under round 1 (`bench/latency_floor.py`, on the warm JVM the job left): the same records "
+                "The floor under both rounds (`bench/latency_floor.py`, on the warm JVM the job left): the same records "
                 "on topics of their own, read with the job's source options, `from_json` of the five fields a job "
-                "needs (the subscriptions included), the job's watermark and state bucket, a "
-                "`transformWithStateInPandas` processor that keeps each join with its subscription in state and "
-                "decides it when the group's clock passes the coalescing window plus lateness, one row per member "
-                f"appended to Delta with delta-rs; no validation, engine, assignor or other table. All "
-                f"{_fmt(big['members'])} joins in Delta {reached}.",
+                "needs (the subscriptions included), the job's packing of heartbeats, watermark and state buckets, a "
+                "`transformWithStateInPandas` processor that keeps each join (with its subscription) or leave in state "
+                "and decides it when the group's clock passes the coalescing window plus lateness, one row per "
+                "change appended to Delta with delta-rs; no validation, engine, assignor or other table. All "
+                f"{_fmt(big['members'])} joins in Delta {first}; the leave {leave}.",
                 "",
-                "| floor batch | rows | trigger ms | addBatch ms | planning ms | state update ms | compute ms | sink ms |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|",
+                "| floor round | batch | rows | trigger ms | addBatch ms | planning ms | state update ms | compute ms | sink ms |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
-            lines += [f"| {b['batch']} | {_fmt(b['rows'])} | {_fmt(b['trigger_ms'])} | {_fmt(b['add_batch_ms'])} | "
+            lines += [f"| {rnd} | {b['batch']} | {_fmt(b['rows'])} | {_fmt(b['trigger_ms'])} | {_fmt(b['add_batch_ms'])} | "
                       f"{_fmt(b['planning_ms'])} | {_fmt(b.get('state_update_ms'))} | {_fmt(b.get('compute_ms'))} | "
-                      f"{_fmt(b.get('sink_ms'))} |" for b in floor["batches"]]
+                      f"{_fmt(b.get('sink_ms'))} |" for rnd, rr in (("1", f1), ("2", f2)) for b in rr["batches"]]
     scale = s.get("scale")
     if scale:
         lines += [

@@ -1,26 +1,26 @@
-"""The latency floor: the least a transformWithStateInPandas job can do with the latency probes.
+"""The floor: the least a transformWithStateInPandas job does with these records.
 
-Issue 20 asks for p99 produce-to-Delta of at most 2.5 s at 10,000 events/s. A join's generation
-is decided when its group's clock (newest heartbeat) is ``coalesce_ms + allowed_lateness_ms`` past
-the join, so the probe's latency is that event-time wait, plus the wait for a micro-batch that
-starts after it, plus that batch. This query keeps exactly that decision and nothing else:
+A join's or a leave's generation is decided when its group's clock (newest heartbeat) is
+``coalesce_ms + allowed_lateness_ms`` past it. This query keeps exactly that decision and the
+job's architecture, and nothing else:
 
-Kafka (the job's two topics and source options) -> ``from_json`` of four fields -> the job's
-watermark and state-bucket key -> ``transformWithStateInPandas`` in event-time mode, one
-``ValueState`` per bucket (the groups' clocks and pending joins with their subscriptions,
-pickled) -> rows
-``(group_id, trigger_member, generation)`` -> one Delta append per batch with delta-rs, as the
-job's sink does.
+Kafka (the job's two topics and source options) -> ``from_json`` of the five fields a job needs
+(group, member, time, type, subscription) -> the operator's input shape, a member's heartbeats
+packed into one row per input partition and clock rows for the watermark (the job's own
+``compacted_input``, without the reduction) -> the job's watermark and state-bucket key ->
+``transformWithStateInPandas`` in event-time mode, one ``ValueState`` per bucket (each group's
+clock and pending changes, a join with its subscription, pickled) -> rows ``(group_id,
+trigger_member, generation)`` -> one Delta append per batch with delta-rs, as the job's sink does.
 
-No validation, no engine, no assignor, no other table: whatever batch time it takes at a given
-rate is Spark's and the operator's own, a floor under the job's. ``bench/job.py --scenario
-latency`` probes it with the same traffic and probes as the job (its ``floor_10k_per_s`` run), and
-``--scenario big-group`` gives it the huge group's 10,000 joins (its ``floor`` round), and
-``--scenario throughput`` the 3 million records.
+No validation, no engine, no assignor, no other table: what it takes is Spark's, the operator's and
+the packing's own, a floor under the job's. ``bench/job.py`` runs it beside the job: under the
+latency scenario's traffic and probes (``floor_10k_per_s``), on the huge group's two rounds
+(``--scenario big-group``) and on the 3 million records (``--scenario throughput``).
 """
 
 from __future__ import annotations
 
+import json
 import pickle
 import sys
 from typing import Iterator
@@ -33,6 +33,8 @@ from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, Struc
 
 from streaming.config import Config
 from streaming.job.bucket_keys import bucket_keys
+from streaming.job.operator_input import CLOCK, compacted_input, uncompacted_input
+from streaming.job.parse import HEARTBEAT, MEMBERSHIP
 
 # Spark pickles the processor into its Python workers, which cannot import this module by name
 # (bench/ is not a package on their path): ship the module's code by value.
@@ -54,9 +56,9 @@ OUTPUT_SCHEMA = StructType([
 _BLOB = StructType([StructField("blob", BinaryType(), False)])
 
 
-class JoinDecider(StatefulProcessor):
-    """Per bucket: each group's clock and pending joins; a join is decided once the clock is
-    ``wait_ms`` past it (the job's coalescing window plus its allowed lateness)."""
+class ChangeDecider(StatefulProcessor):
+    """Per bucket: each group's clock and pending joins and leaves; a change is decided once the
+    clock is ``wait_ms`` past it (the job's coalescing window plus its allowed lateness)."""
 
     def __init__(self, wait_ms: int):
         self.wait_ms = wait_ms
@@ -68,15 +70,18 @@ class JoinDecider(StatefulProcessor):
         stored = self.state.get()
         groups: dict = pickle.loads(bytes(stored[0])) if stored is not None else {}
         batch = pd.concat(list(rows), ignore_index=True)
-        beats = batch[batch["type"].isna()]
-        for group_id, clock in beats.groupby("group_id")["event_time"].max().items():
+        # A packed heartbeat row's event_time is its newest beat: enough for the group's clock.
+        beats = batch[batch["kind"] == HEARTBEAT]
+        for group_id, clock in beats.groupby("group_key")["event_time"].max().items():
             entry = groups.setdefault(group_id, {"clock": 0, "pending": [], "generation": 0})
             entry["clock"] = max(entry["clock"], int(clock))
-        joins = batch[batch["type"] == "join"]
-        for group_id, member, event_time, topics in zip(joins["group_id"], joins["member_id"], joins["event_time"],
-                                                         joins["topics"]):
-            entry = groups.setdefault(group_id, {"clock": 0, "pending": [], "generation": 0})
-            entry["pending"].append((member, int(event_time), list(topics)))
+        changes = batch[batch["kind"] == MEMBERSHIP]
+        for group_id, member, event_time, payload in zip(changes["group_key"], changes["member_id"],
+                                                          changes["event_time"], changes["payload"]):
+            change = json.loads(payload)
+            if change["type"] in ("join", "leave"):
+                entry = groups.setdefault(group_id, {"clock": 0, "pending": [], "generation": 0})
+                entry["pending"].append((member, int(event_time), change.get("topics")))
         out = []
         for group_id, entry in groups.items():
             due = [p for p in entry["pending"] if p[1] + self.wait_ms <= entry["clock"]]
@@ -91,22 +96,29 @@ class JoinDecider(StatefulProcessor):
         pass
 
 
-def decided_joins(spark, config: Config):
-    """The floor query's rows: the job's sources, watermark and bucket key, the minimal processor."""
+def decided_changes(spark, config: Config):
+    """The floor query's rows: the job's sources, operator input shape (a member's heartbeats
+    packed, clock rows for the watermark), watermark and bucket key; the minimal processor."""
     kafka, job = config.kafka, config.job
-    events = None
-    for topic in (kafka.membership_topic, kafka.heartbeat_topic):
-        read = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
-                .select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*"))
-        events = read if events is None else events.unionByName(read)
+    membership, heartbeats = (
+        spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
+        .select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
+        .where(F.col("group_id").isNotNull())
+        .select(F.col("group_id").alias("group_key"),
+                F.when(F.col("type").isNull(), F.lit(HEARTBEAT)).otherwise(F.lit(MEMBERSHIP)).alias("kind"),
+                "member_id", "event_time", F.lit(None).cast("string").alias("reject_reason"),
+                F.when(F.col("type").isNotNull(), F.to_json(F.struct("type", "topics"))).alias("payload"))
+        for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+    rows = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
     keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(job.state_buckets)])
-    bucket = F.element_at(keys, (F.pmod(F.xxhash64("group_id"), F.lit(job.state_buckets)) + 1).cast("int"))
-    return (events.where(F.col("group_id").isNotNull())
-            .withColumn("event_ts", F.timestamp_millis("event_time"))
+    bucket = F.element_at(keys, (F.pmod(F.xxhash64("group_key"), F.lit(job.state_buckets)) + 1).cast("int"))
+    # As in the job: only clock rows carry event time, so the watermark trails the newest heartbeat
+    # and a membership event (read in full every batch, far ahead) cannot move it.
+    return (rows.withColumn("event_ts", F.when(F.col("kind") == CLOCK, F.timestamp_millis("event_time")))
             .withWatermark("event_ts", f"{job.idle_group_grace_ms} milliseconds")
             .withColumn("state_bucket", bucket)
             .groupBy("state_bucket")
-            .transformWithStateInPandas(statefulProcessor=JoinDecider(job.coalesce_ms + job.allowed_lateness_ms),
+            .transformWithStateInPandas(statefulProcessor=ChangeDecider(job.coalesce_ms + job.allowed_lateness_ms),
                                         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime"))
 
 
@@ -128,7 +140,7 @@ def start_floor_query(spark, config: Config, timings: dict[int, dict], available
         timings[batch_id] = {"compute_ms": round((t1 - t0) * 1000),
                              "sink_ms": round((time.perf_counter() - t1) * 1000), "output_rows": rows.num_rows}
 
-    writer = (decided_joins(spark, config).writeStream.queryName("floor").foreachBatch(sink)
+    writer = (decided_changes(spark, config).writeStream.queryName("floor").foreachBatch(sink)
               .option("checkpointLocation", config.output.checkpoint_path))
     trigger = {"availableNow": True} if available_now else {"processingTime": config.job.trigger_interval}
     return writer.trigger(**trigger).start()
