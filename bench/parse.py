@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Where the job's parse spends its time: ``parse_records`` against ``from_json``, step by step.
+
+Issue 20's floor query (bench/latency_floor.py) reads with one ``from_json`` and, on the
+throughput workload, runs faster than the job's read and parse alone. This benchmark splits the
+job's parse into its steps on the same records, held in memory (no Kafka), each step timed as a
+Spark batch job into the ``noop`` sink; the baseline in the same run is ``from_json`` of the same
+fields:
+
+* ``cast``: the record value as a string, nothing parsed (the floor under everything);
+* ``from_json``: the heartbeat fields with ``from_json`` (the floor query's parse; the baseline);
+* ``envelope``: the job's first step (UTF-8 check and repair, JSON to VARIANT, topic to kind);
+* ``typed``: the envelope plus every field read from the VARIANT with its type;
+* ``parse_records``: the whole parse, every refusal rule included (what the job runs).
+
+Records: heartbeats of the throughput workload's simulation (99.5 % of its records), on the
+heartbeat topic. Writes ``bench/results/parse.json`` and ``docs/benchmarks/parse.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from streaming.feeds.simulator import HEARTBEAT, Simulation, SimulationConfig  # noqa: E402
+
+RESULTS = REPO / "bench" / "results" / "parse.json"
+MARKDOWN = REPO / "docs" / "benchmarks" / "parse.md"
+MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC = "membership", "heartbeats"
+
+
+def heartbeat_values(count: int) -> list[bytes]:
+    """``count`` heartbeat record values of the throughput workload's simulation."""
+    sim = Simulation(SimulationConfig(groups=1_000, members=10, topics=2, partitions=6, churn_per_minute=0.5,
+                                      heartbeat_interval_ms=1_000, cooperative_share=0.5, seed=7,
+                                      start_time_ms=1_767_225_600_000, group_prefix="tp"))
+    values: list[bytes] = []
+    for batch in sim.batches(8_192):
+        values.extend(value for kind, _key, value, _bad in batch if kind == HEARTBEAT)
+        if len(values) >= count:
+            return values[:count]
+    return values
+
+
+def steps(records):
+    """The parse's steps as DataFrames over ``records`` (Kafka source rows), by name."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    from schemas.events import HEARTBEAT_FIELDS
+    from schemas.spark import spark_type
+    from streaming.job.parse import parse_records
+
+    value = F.col("value").cast("string")
+    heartbeat_schema = StructType([StructField(f.name, spark_type(f.type)) for f in HEARTBEAT_FIELDS])
+    envelope = records.select(
+        "topic", "partition", "offset", "timestamp", F.col("key").cast("string").alias("record_key"),
+        F.expr("make_valid_utf8(cast(value AS STRING))").alias("raw_value"),
+        F.expr("is_valid_utf8(cast(value AS STRING))").alias("valid_utf8"),
+        F.when(F.col("topic") == HEARTBEAT_TOPIC, F.lit("heartbeat")).alias("kind"),
+    ).withColumn("v", F.expr("try_parse_json(raw_value)"))
+    typed = envelope.select("*", *[F.expr(f"try_variant_get(v, '$.{f.name}', '{spark_type(f.type).simpleString()}')")
+                                   .alias(f.name) for f in HEARTBEAT_FIELDS]).drop("v")
+    return {
+        "cast": records.select(value.alias("value")),
+        "from_json": records.select(F.from_json(value, heartbeat_schema).alias("e")).select("e.*"),
+        "envelope": envelope,  # the VARIANT kept as a column, so Spark cannot prune its parse away
+        "typed": typed,
+        "parse_records": parse_records(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576),
+    }
+
+
+def measure(spark, count: int, repeats: int) -> dict:
+    from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType,
+                                   TimestampType)
+
+    values = heartbeat_values(count)
+    schema = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
+                         StructField("topic", StringType()), StructField("partition", IntegerType()),
+                         StructField("offset", LongType()), StructField("timestamp", TimestampType())])
+    now = dt.datetime.now(dt.timezone.utc)
+    rows = [(json.loads(v)["group_id"].encode(), v, HEARTBEAT_TOPIC, i % 2, i, now) for i, v in enumerate(values)]
+    records = spark.createDataFrame(rows, schema).repartition(2).cache()
+    records.count()
+    result = {"records": len(values), "mean_value_bytes": round(statistics.fmean(len(v) for v in values)),
+              "repeats": repeats, "steps": {}}
+    for name, frame in steps(records).items():
+        frame.write.format("noop").mode("overwrite").save()  # code generation and JIT warm-up
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            frame.write.format("noop").mode("overwrite").save()
+            times.append(time.perf_counter() - started)
+        median = statistics.median(times)
+        result["steps"][name] = {"seconds": [round(t, 3) for t in times], "median_s": round(median, 3),
+                                 "records_per_s": round(len(values) / median),
+                                 "us_per_record_core": round(median * 2 / len(values) * 1e6, 2)}
+        print(f"[parse] {name}: {result['steps'][name]}", flush=True)
+    records.unpersist()
+    return result
+
+
+def markdown(results: dict) -> str:
+    r = results["result"]
+    base = r["steps"]["from_json"]["median_s"]
+    lines = [
+        "# The job's parse, step by step",
+        "",
+        f"Generated by `bench/parse.py` on {results['generated_at']} (commit {results['commit']}). "
+        f"{r['records']:,} heartbeat records of the throughput workload (mean {r['mean_value_bytes']} bytes), "
+        "held in memory as Kafka source rows (2 partitions); each step written to Spark's `noop` sink, once to "
+        f"warm up and then {r['repeats']} times (median shown). Spark `local[2]`, the job's session settings. "
+        "Baseline: `from_json` of the heartbeat fields, the floor query's parse (bench/latency_floor.py).",
+        "",
+        "| step | what it adds | median s | records/s | us per record per core | x from_json |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    what = {"cast": "the value as a string, nothing parsed",
+            "from_json": "`from_json` of the heartbeat fields (baseline)",
+            "envelope": "UTF-8 check and repair, JSON to VARIANT, topic to kind",
+            "typed": "the envelope + each field read from the VARIANT with its type",
+            "parse_records": "the job's whole parse: + every refusal rule"}
+    for name, s in r["steps"].items():
+        lines.append(f"| {name} | {what[name]} | {s['median_s']} | {s['records_per_s']:,} | "
+                     f"{s['us_per_record_core']} | {s['median_s'] / base:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true", help="print, do not write the result files")
+    args = parser.parse_args(argv)
+    import subprocess
+
+    from streaming.job.spark_session import build_spark_session
+
+    spark = build_spark_session()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=REPO).stdout.strip()
+    results = {"command": "bench/parse.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+               "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "commit": commit,
+               "result": measure(spark, args.records, args.repeats)}
+    if args.no_write:
+        print(json.dumps(results, indent=2))
+        return 0
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    MARKDOWN.write_text(markdown(results))
+    print(f"wrote {RESULTS.relative_to(REPO)} and {MARKDOWN.relative_to(REPO)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
