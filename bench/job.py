@@ -348,19 +348,25 @@ def run_baseline(spark, config: Config, timings: dict[int, dict]):
             .trigger(availableNow=True).start())
 
 
-def run_read_and_parse(spark, config: Config, timings: dict[int, dict]):
-    """The floor under any job that reads these topics and parses them in Spark: Kafka read and
-    ``parse_records`` only, every row materialised into Spark's ``noop`` sink (nothing written)."""
-    from streaming.job.main import build_stream
-
+def _into_noop(stream, name: str, config: Config, timings: dict[int, dict]):
+    """Run ``stream`` to the end of its input into Spark's ``noop`` sink: every row materialised,
+    nothing written; ``timings[batch_id]`` gets each batch's time."""
     def sink(batch, batch_id):
         t0 = time.perf_counter()
         batch.write.format("noop").mode("append").save()
         timings[batch_id] = {"compute_ms": None, "sink_ms": round((time.perf_counter() - t0) * 1000)}
 
-    return (build_stream(spark, config).writeStream.queryName("read-and-parse").foreachBatch(sink)
+    return (stream.writeStream.queryName(name).foreachBatch(sink)
             .option("checkpointLocation", config.output.checkpoint_path)
             .trigger(availableNow=True).start())
+
+
+def run_read_and_parse(spark, config: Config, timings: dict[int, dict]):
+    """The floor under any job that reads these topics and parses them as the job does: Kafka read
+    and ``parse_records`` only."""
+    from streaming.job.main import build_stream
+
+    return _into_noop(build_stream(spark, config), "read-and-parse", config, timings)
 
 
 def run_read_only(spark, config: Config, timings: dict[int, dict]):
@@ -372,15 +378,7 @@ def run_read_only(spark, config: Config, timings: dict[int, dict]):
     membership, heartbeats = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
                               .select(F.col("value").cast("string").alias("value"))
                               for topic in (kafka.membership_topic, kafka.heartbeat_topic))
-
-    def sink(batch, batch_id):
-        t0 = time.perf_counter()
-        batch.write.format("noop").mode("append").save()
-        timings[batch_id] = {"compute_ms": None, "sink_ms": round((time.perf_counter() - t0) * 1000)}
-
-    return (membership.unionByName(heartbeats).writeStream.queryName("read-only").foreachBatch(sink)
-            .option("checkpointLocation", config.output.checkpoint_path)
-            .trigger(availableNow=True).start())
+    return _into_noop(membership.unionByName(heartbeats), "read-only", config, timings)
 
 
 def _elsewhere(config: Config, work: Path, name: str, **job: Any) -> Config:
@@ -460,7 +458,8 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
         lambda t: run_read_and_parse(spark, _elsewhere(config, work, "read-and-parse"), t), "read and parse")
     print(f"[throughput] read and parse only: {result['read_and_parse']['sustained']}", flush=True)
     # Below the job's own parse: what Spark's Kafka source alone sustains, and the floor query
-    # (bench/latency_floor.py: four fields parsed, every record through transformWithStateInPandas).
+    # (bench/latency_floor.py: from_json of five fields, heartbeats packed as the job packs them, a
+    # minimal transformWithStateInPandas processor).
     result["read_only"] = _run_to_end(
         lambda t: run_read_only(spark, _elsewhere(config, work, "read-only"), t), "read only")
     print(f"[throughput] Kafka read only: {result['read_only']['sustained']}", flush=True)
@@ -941,7 +940,7 @@ def scenario_latency(spark, bootstrap: str, work: Path, quick: bool, jvm_started
     # 3 s of event-time waiting before any batch work starts. (The cold run only is cold when the
     # scenario runs first in its JVM: run it with --scenario latency.)
     # Last, the floor query (bench/latency_floor.py) with the same traffic and probes: the latency
-    # of the same decision with no engine, no validation and one table, i.e. of Spark's operator.
+    # of the same decision with no engine, no validation and one table, i.e. of the architecture.
     from bench.latency_floor import start_floor_query
 
     jvm_wait = 0 if quick else JVM_WARM_S
@@ -1096,8 +1095,8 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
                                                           row["generation"])
         query.stop()
     result["rss"] = rss.result()
-    # The floor under round 1 (bench/latency_floor.py): round 1's records again, on topics of their
-    # own, through the least a job must do with them. It runs on the warm JVM the job left.
+    # The floor under both rounds (bench/latency_floor.py): the same records again, on topics of
+    # their own, through the least a job must do with them. It runs on the warm JVM the job left.
     result["floor"] = big_group_floor(spark, bootstrap, work, producer, [membership, heartbeats(t0 + 600, member_ids)],
                                       [leave, heartbeats(t0 + 10_600, member_ids[1:])], group, members, member_ids[0])
     state_dir = Path(config.output.checkpoint_path) / "state"
