@@ -32,7 +32,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType
 
 from streaming.config import Config
-from streaming.job.bucket_keys import bucket_keys
+from streaming.job.bucket_keys import state_bucket
 from streaming.job.operator_input import CLOCK, compacted_input, uncompacted_input
 from streaming.job.parse import HEARTBEAT, MEMBERSHIP
 
@@ -110,13 +110,11 @@ def decided_changes(spark, config: Config):
                 F.when(F.col("type").isNotNull(), F.to_json(F.struct("type", "topics"))).alias("payload"))
         for topic in (kafka.membership_topic, kafka.heartbeat_topic))
     rows = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
-    keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(job.state_buckets)])
-    bucket = F.element_at(keys, (F.pmod(F.xxhash64("group_key"), F.lit(job.state_buckets)) + 1).cast("int"))
     # As in the job: only clock rows carry event time, so the watermark trails the newest heartbeat
     # and a membership event (read in full every batch, far ahead) cannot move it.
     return (rows.withColumn("event_ts", F.when(F.col("kind") == CLOCK, F.timestamp_millis("event_time")))
             .withWatermark("event_ts", f"{job.idle_group_grace_ms} milliseconds")
-            .withColumn("state_bucket", bucket)
+            .withColumn("state_bucket", state_bucket("group_key", job.state_buckets))
             .groupBy("state_bucket")
             .transformWithStateInPandas(statefulProcessor=ChangeDecider(job.coalesce_ms + job.allowed_lateness_ms),
                                         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime"))

@@ -36,3 +36,19 @@ def bucket_keys(buckets: int) -> tuple[int, ...]:
             missing -= 1
         value += 1
     return tuple(keys)  # type: ignore[arg-type]
+
+
+def state_bucket(group_key, buckets: int):
+    """The Spark column of a row's state-bucket key: its group's bucket ``pmod(xxhash64(group_key),
+    buckets)`` as that bucket's key (:func:`bucket_keys`)."""
+    from pyspark.sql import functions as F
+
+    index = (F.pmod(F.xxhash64(group_key), F.lit(buckets)) + 1).cast("int")
+    return F.element_at(key_array(buckets), index)
+
+
+def key_array(buckets: int):
+    """Every bucket's key as a Spark array literal, bucket ``i`` at position ``i + 1``."""
+    from pyspark.sql import functions as F
+
+    return F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(buckets)])

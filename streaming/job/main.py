@@ -27,7 +27,7 @@ import threading
 
 from streaming.config import Config
 from streaming.job.args import add_job_arguments, config_from_args
-from streaming.job.bucket_keys import bucket_keys
+from streaming.job.bucket_keys import key_array, state_bucket
 from streaming.job.checkpoint_stamp import NEW_CHECKPOINT_ADVICE, check_or_write
 from streaming.job.parse import parse_records
 
@@ -83,16 +83,15 @@ def build_history(spark, config: Config):
                    .withWatermark("event_ts", f"{config.job.idle_group_grace_ms} milliseconds"))
     # Keyed by state bucket, not by group: Spark's per-key cost dominates otherwise (see processor.py).
     # A bucket's key is chosen so that the shuffle gives each task as many buckets (bucket_keys.py).
-    keys = F.array(*[F.lit(key).cast("bigint") for key in bucket_keys(config.job.state_buckets)])
-    bucket_index = (F.pmod(F.xxhash64("group_key"), F.lit(config.job.state_buckets)) + 1).cast("int")
-    bucketed = watermarked.withColumn("state_bucket", F.element_at(keys, bucket_index))
+    buckets = config.job.state_buckets
+    bucketed = watermarked.withColumn("state_bucket", state_bucket("group_key", buckets))
     if config.offsets_topic.enabled:
         from streaming.job.offsets_source import TOPIC_METADATA
 
         # A topic description goes to every bucket: each keeps the catalog its groups are measured by.
         broadcast = (F.col("kind") == TOPIC_METADATA) & F.col("reject_reason").isNull()
         bucketed = watermarked.withColumn("state_bucket", F.explode(
-            F.when(broadcast, keys).otherwise(F.array(F.element_at(keys, bucket_index)))))
+            F.when(broadcast, key_array(buckets)).otherwise(F.array(state_bucket("group_key", buckets)))))
     return bucketed.groupBy("state_bucket").transformWithStateInPandas(
         statefulProcessor=GroupProcessor(config.engine_settings()),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
