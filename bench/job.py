@@ -1007,21 +1007,28 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
     t0 = FIXED_START_MS
     seq = iter(range(10**9))
 
-    def event(body: dict, t: int) -> tuple[str, bytes]:
-        return group, json.dumps({"schema_version": 1, "event_id": f"big-{next(seq)}", "event_time": t,
-                                  "group_id": group, **body}, separators=(",", ":")).encode()
+    def event(body: dict, t: int, group_id: str = group) -> tuple[str, bytes]:
+        return group_id, json.dumps({"schema_version": 1, "event_id": f"big-{next(seq)}", "event_time": t,
+                                     "group_id": group_id, **body}, separators=(",", ":")).encode()
 
-    membership = [event({"group_type": "consumer", "type": "workload",
-                         "workload": {"topics": [{"name": n, "partitions": partitions} for n in names]}}, t0)]
-    # All joins within 500 ms of the workload change: one coalesced generation (coalesce_ms 1 s).
-    for i, m in enumerate(member_ids):
-        membership.append(event({"group_type": "consumer", "type": "join", "member_id": m, "topics": names,
-                                 "owned_partitions": [], "generation": -1, "protocol": protocol,
-                                 "assignor": assignor, "session_timeout_ms": 45_000}, t0 + 1 + i % 500))
+    def arrival(start: int, group_id: str = group) -> list[tuple[str, bytes]]:
+        """The group's workload and all its joins, within 500 ms of ``start``: one coalesced
+        generation (coalesce_ms 1 s)."""
+        records = [event({"group_type": "consumer", "type": "workload",
+                          "workload": {"topics": [{"name": n, "partitions": partitions} for n in names]}},
+                         start, group_id)]
+        for i, m in enumerate(member_ids):
+            records.append(event({"group_type": "consumer", "type": "join", "member_id": m, "topics": names,
+                                  "owned_partitions": [], "generation": -1, "protocol": protocol,
+                                  "assignor": assignor, "session_timeout_ms": 45_000}, start + 1 + i % 500, group_id))
+        return records
 
-    def heartbeats(start: int, ids: list[str]) -> list[tuple[str, bytes]]:
+    def heartbeats(start: int, ids: list[str], group_id: str = group) -> list[tuple[str, bytes]]:
         # One heartbeat a second per member for 5 s: the group's clock passes the window plus lateness.
-        return [event({"member_id": m}, start + s * 1000 + i % 1000) for s in range(5) for i, m in enumerate(ids)]
+        return [event({"member_id": m}, start + s * 1000 + i % 1000, group_id) for s in range(5)
+                for i, m in enumerate(ids)]
+
+    membership = arrival(t0)
 
     sim_like = SimulationConfig()
     producer, errors = _fast_producer(bootstrap, sim_like)
@@ -1093,6 +1100,13 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
         time.sleep(3)
         result["round2"]["assignment_rows"] = _count_rows(config.output.table_path("assignments"), group,
                                                           row["generation"])
+        done |= {p["batchId"] for p in progress}
+        # Round 3: a second group of the same size arrives while the job runs, as it would in
+        # production: the JVM, the Python workers and the query are warm (round 1 paid for all three
+        # being cold). Its times come after round 2's, so nothing of it is behind the watermark.
+        result["round3"] = _big_group_while_running(
+            query, metrics, config, producer, arrival(t0 + 30_000, f"{group}-2"),
+            heartbeats(t0 + 30_600, member_ids, f"{group}-2"), f"{group}-2", members, done)
         query.stop()
     result["rss"] = rss.result()
     # The floor under both rounds (bench/latency_floor.py): the same records again, on topics of
@@ -1103,6 +1117,30 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
     result["checkpoint_state_mib"] = round(sum(f.stat().st_size for f in state_dir.rglob("*") if f.is_file()) / 2**20, 1)
     result["load_end"] = loadavg()
     return result
+
+
+def _big_group_while_running(query, metrics: "DeltaTail", config: Config, producer, membership: list,
+                             beats: list, group: str, members: int, done: set[int]) -> dict:
+    """A huge group's first generation while the job runs: seconds from the first batch that read
+    any of its records, and from the end of its produce, until its ``balance_metrics`` row is in Delta."""
+    started = time.time()
+    _produce_all(producer, config.kafka.membership_topic, membership)
+    _produce_all(producer, config.kafka.heartbeat_topic, beats)
+    producer.flush(120)
+    produced = time.time()
+    hit = _wait_rows(metrics, lambda r: r["group_id"] == group and r["members"] == members, query,
+                     BIG_ROUND2_TIMEOUT_S)
+    _wait_batch_done(query)
+    progress = [p for p in progress_rows(query) if p["batchId"] not in done]
+    result: dict[str, Any] = {"produce_s": round(produced - started, 1), "batches": batch_table(progress, {})}
+    if hit is None:
+        return {**result, "not_reached_within_s": BIG_ROUND2_TIMEOUT_S}
+    seen, row = hit
+    # Batches before the produce started read nothing; the first with input read this group.
+    first = min((_ts(p["timestamp"]) for p in progress if p["numInputRows"]), default=started)
+    return {**result, "from_first_batch_s": round(seen - first, 1), "from_produce_start_s": round(seen - started, 1),
+            "from_produce_end_s": round(seen - produced, 1), "generation": row["generation"],
+            "assignor_ms": round(row["assignor_ms"], 1), "partitions_assigned": row["partitions"]}
 
 
 def big_group_floor(spark, bootstrap: str, work: Path, producer, round1: list[list], round2: list[list],
@@ -1337,6 +1375,7 @@ def markdown(results: dict) -> str:
     if big:
         r1 = big["round1"]
         r2 = big.get("round2") or {"not_reached_within_s": "not run", "batches": []}
+        r3 = big.get("round3") or {"not_reached_within_s": "not run", "batches": []}
         for r in (r1, r2):
             for k in ("from_job_start_s", "from_first_batch_s", "assignor_ms", "generation", "partitions_assigned",
                       "assignment_rows", "from_leave_produced_s", "members", "moved"):
@@ -1350,7 +1389,9 @@ def markdown(results: dict) -> str:
             f"{big['partitions']:,} partitions, {big['assignor']} ({big['protocol']}). One workload event and "
             f"{big['members']:,} joins within 500 ms ({big['membership_bytes'] / 2**20:,.0f} MiB of membership JSON: "
             "every join lists every topic), then five heartbeats per member. The job starts after "
-            f"everything is produced (trigger {big['job']['trigger_interval']}).",
+            f"everything is produced (trigger {big['job']['trigger_interval']}), so round 1 pays for a cold JVM, "
+            "cold Python workers and the query's first plan; round 3 is a second group of the same size "
+            "produced while the job runs, as a running job meets one.",
             "",
             "| round | time s | assignor ms | generation | members | partitions | assignment rows | moved |",
             "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -1359,17 +1400,18 @@ def markdown(results: dict) -> str:
             f"{_fmt(r1['partitions_assigned'])} | {_fmt(r1['assignment_rows'])} | - |",
             f"| 2: one member leaves, from its produce | {_fmt(r2['from_leave_produced_s'])} | {_fmt(r2['assignor_ms'])} | "
             f"{r2['generation']} | {_fmt(r2['members'])} | - | {_fmt(r2['assignment_rows'])} | {_fmt(r2['moved'])} |",
+            _round3_line(r3, big['members']),
             "",
             f"Peak RSS during the scenario: driver JVM {big['rss']['peak_driver_jvm_rss_mib']:,} MiB, Python workers "
             f"{big['rss']['peak_python_workers_rss_mib']:,} MiB (sum), together {big['rss']['peak_total_rss_mib']:,} MiB. "
             f"Checkpoint state on disk: {big.get('checkpoint_state_mib', '-')} MiB. Load: {big['load_start']} -> {big['load_end']}.",
             "",
-            "Batches, round 1 and round 2:",
+            "Batches, rounds 1 to 3:",
             "",
             "| round | batch | rows | trigger ms | addBatch ms | state update ms | state commit ms | state MiB |",
             "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for rnd, rr in (("1", r1), ("2", r2)):
+        for rnd, rr in (("1", r1), ("2", r2), ("3", r3)):
             for b in rr["batches"]:
                 lines.append(f"| {rnd} | {b['batch']} | {_fmt(b['rows'])} | {_fmt(b['trigger_ms'])} | "
                              f"{_fmt(b['add_batch_ms'])} | {_fmt(b.get('state_update_ms'))} | "
@@ -1429,6 +1471,16 @@ def markdown(results: dict) -> str:
                 f"{_fmt(point['checkpoint_state_mib'])} |")
         lines += ["", f"Load: {scale['load_start']} -> {scale['load_end']}."]
     return "\n".join(lines) + "\n"
+
+
+def _round3_line(r3: dict, members: int) -> str:
+    """The big-group table's row for round 3 (a second huge group while the job runs)."""
+    if "from_first_batch_s" not in r3:
+        return (f"| 3: a second huge group while the job runs | not reached within {r3.get('not_reached_within_s')} s "
+                "| - | - | - | - | - | - |")
+    return (f"| 3: a second huge group while the job runs, from its first batch | **{_fmt(r3['from_first_batch_s'])}** "
+            f"(from the end of its produce {_fmt(r3['from_produce_end_s'])}, produce {_fmt(r3['produce_s'])}) | "
+            f"{_fmt(r3['assignor_ms'])} | {r3['generation']} | {members:,} | {_fmt(r3['partitions_assigned'])} | - | - |")
 
 
 def scale_chart(scale: dict, path: Path) -> None:
