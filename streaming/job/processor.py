@@ -18,7 +18,6 @@ decoding the others.
 from __future__ import annotations
 
 import gc
-import json
 import math
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
+import orjson
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
@@ -75,9 +75,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: JSON in and out with orjson, not the standard library: a huge group's generation is 10,000
+#: assignment rows holding 500,000 partitions, which json.dumps encoded in 0.33 s and orjson in
+#: 0.05 s. Integer dict keys become strings as json.dumps makes them, and datetimes (a pandas
+#: Timestamp is one) go to :func:`_plain` as with json.dumps, rather than becoming ISO strings.
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
 def output_row(row: TableRow) -> tuple[str, str | None, str]:
     """A table row as the operator emits it: (table, group id, payload JSON)."""
-    return row.TABLE, row.get("group_id"), json.dumps(row.to_json(), default=_plain)
+    payload = orjson.dumps(row.to_json(), default=_plain, option=_ORJSON_OPTIONS)
+    return row.TABLE, row.get("group_id"), payload.decode()
 
 
 class GroupProcessor(StatefulProcessor):
@@ -129,7 +137,7 @@ class GroupProcessor(StatefulProcessor):
     def _describe_topics(self, bucket: StateBucket, columns: "BucketRows") -> bool:
         """Add this batch's topic descriptions to the bucket's catalog, oldest first; True if any."""
         rows = np.flatnonzero((columns.kinds == TOPIC_METADATA) & ~columns.refused)
-        descriptions = sorted((json.loads(columns.payloads[i]) for i in rows), key=lambda d: d["event_time"])
+        descriptions = sorted((orjson.loads(columns.payloads[i]) for i in rows), key=lambda d: d["event_time"])
         applied = [bucket.catalog.apply(d) for d in descriptions]
         bucket.changed = bucket.changed or any(applied)
         return any(applied)
@@ -168,7 +176,7 @@ class GroupProcessor(StatefulProcessor):
         if accepted.any():  # for the job's lag in event time (ingest_metrics, the progress line)
             stats["max_event_time"] = int(columns.event_times[accepted].max())
         # One stats row for the bucket, not one per group: the sink only sums them (ingest_metrics).
-        out.append((STATS_TABLE, None, json.dumps(stats)))
+        out.append((STATS_TABLE, None, orjson.dumps(stats).decode()))
         return out
 
     def _group_rows(self, group_id: str, columns: "BucketRows", positions: np.ndarray, watermark: int,
@@ -188,11 +196,11 @@ class GroupProcessor(StatefulProcessor):
             # Heartbeats, the bulk, stay arrays: they never become Python objects.
             membership = positions[(kinds == MEMBERSHIP) & ~refused]
             heartbeats = positions[(kinds == HEARTBEAT) & ~refused]
-            recorded = [_recorded(json.loads(columns.payloads[i])) for i in positions[(kinds == COORDINATOR) & ~refused]]
+            recorded = [_recorded(orjson.loads(columns.payloads[i])) for i in positions[(kinds == COORDINATOR) & ~refused]]
             events = []
             for i in membership:
                 try:
-                    events.append(MembershipEvent.from_json(json.loads(columns.payloads[i])))
+                    events.append(MembershipEvent.from_json(orjson.loads(columns.payloads[i])))
                 except InvalidEventError as exc:  # the parser checks the same rules: never expected
                     out.append(output_row(columns.refused_row(i, str(exc), membership_payload=True)))
                     stats["rejected"] += 1
@@ -288,7 +296,7 @@ class BucketRows:
     def refused_row(self, i: int, reason: str, membership_payload: bool = False) -> RejectedEventRow:
         """Row ``i`` as a rejected_events row. A refused record's payload holds its source columns
         (narrow_input); a membership event the engine refuses has only its own JSON."""
-        data = json.loads(self.payloads[i])
+        data = orjson.loads(self.payloads[i])
         if membership_payload:
             return RejectedEventRow(group_id=data.get("group_id"), event_id=data.get("event_id"),
                                     event_time=data.get("event_time"), raw_value=self.payloads[i], reason=reason)
@@ -321,7 +329,7 @@ class BucketRows:
             payload = self.payloads[i]  # {"task_lags": {...}} on a Streams heartbeat (narrow_input)
             if payload is None or (isinstance(payload, float) and math.isnan(payload)):
                 continue
-            lags = json.loads(payload)["task_lags"]
+            lags = orjson.loads(payload)["task_lags"]
             out.append(LagReport(str(self.member_ids[i]), int(self.event_times[i]),
                                  {str(k): int(v) for k, v in lags.items()}))
         return out
