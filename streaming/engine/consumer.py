@@ -116,27 +116,32 @@ def revocations(members: Mapping[str, Member], held: Mapping[str, list[TopicPart
                  new_assignment: Mapping[str, list[TopicPartition]], transferring: Mapping[TopicPartition, str],
                  duplicates: set[TopicPartition], topics: Mapping) -> list[dict]:
     """Every partition a member held and no longer holds: to whom it goes, and why."""
-    new_owner = {tp: mid for mid, tps in new_assignment.items() for tp in tps}
-    out = []
+    revoked = []
     for mid, tps in held.items():
-        member = members.get(mid)
         kept = set(new_assignment.get(mid, ()))
-        for tp in tps:
-            if tp in kept:
-                continue
-            if member is None:
-                reason = "member_left"
-            elif tp in duplicates:
-                reason = "duplicate"
-            elif tp.topic not in topics or tp.partition >= topics[tp.topic].partitions:
-                reason = "deleted"
-            elif tp.topic not in member.topics:
-                reason = "unsubscribed"
-            else:
-                reason = "moved"
-            out.append({"member_id": mid, "topic": tp.topic, "partition": tp.partition,
-                        "to_member": new_owner.get(tp) or transferring.get(tp), "reason": reason,
-                        "unit": "partition", "unit_id": f"{tp.topic}-{tp.partition}"})
+        revoked.extend((mid, tp) for tp in tps if tp not in kept)
+    if not revoked:
+        return []
+    # New owners of the revoked partitions only: a huge group's first generation revokes nothing,
+    # and a member leaving it revokes 50 of 500,000.
+    wanted = {tp for _, tp in revoked}
+    new_owner = {tp: mid for mid, tps in new_assignment.items() for tp in tps if tp in wanted}
+    out = []
+    for mid, tp in revoked:
+        member = members.get(mid)
+        if member is None:
+            reason = "member_left"
+        elif tp in duplicates:
+            reason = "duplicate"
+        elif tp.topic not in topics or tp.partition >= topics[tp.topic].partitions:
+            reason = "deleted"
+        elif tp.topic not in member.topics:
+            reason = "unsubscribed"
+        else:
+            reason = "moved"
+        out.append({"member_id": mid, "topic": tp.topic, "partition": tp.partition,
+                    "to_member": new_owner.get(tp) or transferring.get(tp), "reason": reason,
+                    "unit": "partition", "unit_id": f"{tp.topic}-{tp.partition}"})
     return out
 
 

@@ -279,7 +279,9 @@ class MembershipEvent:
         unknown = sorted(k for k in data if k not in _FIELDS)
         if unknown:
             raise InvalidEventError(f"unknown field {unknown[0]!r} in a membership event")
-        values = {name: _check_field(f, data.get(name)) for name, f in _FIELDS.items()}
+        # Most of the ~30 fields are absent from any one event: those need no check.
+        values = {name: None if (value := data.get(name)) is None else _check_field(f, value)
+                  for name, f in _FIELDS.items()}
         for name in _REQUIRED:
             if values[name] is None:
                 raise InvalidEventError(f"missing required field {name}")

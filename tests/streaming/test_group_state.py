@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streaming.engine import GroupState, advance, next_deadline
+from streaming.engine.state import SEEN_EVENT_IDS
 from streaming.testing import engine_settings, feed
 
 from tests.stories import (
@@ -129,6 +130,18 @@ def test_static_member_bounce_within_session_timeout_causes_no_generation():
     assert list(generations(outputs)) == [1]
     assert [r["event"] for r in rows(outputs, "member_events") if r["member_id"] == "a2"] == ["static_rejoin"]
     assert state.assignment == {"a2": [("t0", 0), ("t0", 1), ("t0", 2)], "b": [("t0", 3), ("t0", 4), ("t0", 5)]}
+
+
+def test_event_ids_are_remembered_up_to_the_bound_in_a_batch_and_across_batches():
+    # The workload's id, then SEEN_EVENT_IDS joins: the workload's id is the one pushed out.
+    joins = [join(1_000, f"m{i}", eid=f"e{i}") for i in range(SEEN_EVENT_IDS)]
+    redelivered = [join(1_000, "m0", eid="e0"), workload(0, eid="w")]
+    outputs, state = run_batches([[workload(0, eid="w"), *joins, *redelivered], [join(1_000, "m1", eid="e1")]])
+    assert [r["reason"] for r in rows(outputs, "rejected_events")] == [
+        "duplicate event_id 'e0' (already applied)", "duplicate event_id 'e1' (already applied)"]
+    # The forgotten workload id came back as a new event; remembering it pushed e0 out.
+    assert list(state.seen_event_ids)[-1] == "w" and "e0" not in state.seen_event_ids
+    assert len(state.seen_event_ids) == SEEN_EVENT_IDS
 
 
 def test_redelivered_event_is_rejected_with_a_reason_and_applied_once():
