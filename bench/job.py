@@ -1375,7 +1375,7 @@ def markdown(results: dict) -> str:
     if big:
         r1 = big["round1"]
         r2 = big.get("round2") or {"not_reached_within_s": "not run", "batches": []}
-        r3 = big.get("round3") or {"not_reached_within_s": "not run", "batches": []}
+        r3 = big.get("round3") or {"batches": []}
         for r in (r1, r2):
             for k in ("from_job_start_s", "from_first_batch_s", "assignor_ms", "generation", "partitions_assigned",
                       "assignment_rows", "from_leave_produced_s", "members", "moved"):
@@ -1476,8 +1476,8 @@ def markdown(results: dict) -> str:
 def _round3_line(r3: dict, members: int) -> str:
     """The big-group table's row for round 3 (a second huge group while the job runs)."""
     if "from_first_batch_s" not in r3:
-        return (f"| 3: a second huge group while the job runs | not reached within {r3.get('not_reached_within_s')} s "
-                "| - | - | - | - | - | - |")
+        what = f"not reached within {r3['not_reached_within_s']} s" if "not_reached_within_s" in r3 else "not run"
+        return f"| 3: a second huge group while the job runs | {what} | - | - | - | - | - | - |"
     return (f"| 3: a second huge group while the job runs, from its first batch | **{_fmt(r3['from_first_batch_s'])}** "
             f"(from the end of its produce {_fmt(r3['from_produce_end_s'])}, produce {_fmt(r3['produce_s'])}) | "
             f"{_fmt(r3['assignor_ms'])} | {r3['generation']} | {members:,} | {_fmt(r3['partitions_assigned'])} | - | - |")
