@@ -18,6 +18,7 @@ decoding the others.
 from __future__ import annotations
 
 import gc
+import json
 import math
 import time
 from collections import Counter
@@ -137,7 +138,10 @@ class GroupProcessor(StatefulProcessor):
     def _describe_topics(self, bucket: StateBucket, columns: "BucketRows") -> bool:
         """Add this batch's topic descriptions to the bucket's catalog, oldest first; True if any."""
         rows = np.flatnonzero((columns.kinds == TOPIC_METADATA) & ~columns.refused)
-        descriptions = sorted((orjson.loads(columns.payloads[i]) for i in rows), key=lambda d: d["event_time"])
+        # json, not orjson: these are the metadata topic's raw values, read as they always were
+        # (orjson refuses NaN and turns integers beyond 64 bits into floats; Spark's to_json, which
+        # wrote every other payload, writes neither).
+        descriptions = sorted((json.loads(columns.payloads[i]) for i in rows), key=lambda d: d["event_time"])
         applied = [bucket.catalog.apply(d) for d in descriptions]
         bucket.changed = bucket.changed or any(applied)
         return any(applied)
