@@ -1075,23 +1075,16 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
         # Round 2: the first member leaves 10 s after the start; heartbeats of the rest move time on.
         leave = [event({"group_type": "consumer", "type": "leave", "member_id": member_ids[0],
                         "reason": "the consumer is being closed"}, t0 + 10_000)]
-        sent = time.time()
-        _produce_all(producer, config.kafka.membership_topic, leave)
-        _produce_all(producer, config.kafka.heartbeat_topic, heartbeats(t0 + 10_600, member_ids[1:]))
-        producer.flush(120)
-        produced = time.time()
-        hit = _wait_rows(metrics, lambda r: r["group_id"] == group and r["generation"] > gen1
-                         and r["trigger"] == "leave", query, BIG_ROUND2_TIMEOUT_S)
+        sent, produced, hit, progress = _produce_and_wait(
+            query, metrics, config, producer, leave, heartbeats(t0 + 10_600, member_ids[1:]),
+            lambda r: r["group_id"] == group and r["generation"] > gen1 and r["trigger"] == "leave", done)
         if hit is None:
             query.stop()
-            result["round2"] = {"not_reached_within_s": BIG_ROUND2_TIMEOUT_S,
-                                "batches": batch_table([p for p in progress_rows(query) if p["batchId"] not in done], {})}
+            result["round2"] = {"not_reached_within_s": BIG_ROUND2_TIMEOUT_S, "batches": batch_table(progress, {})}
             result["rss"] = rss.result()
             result["load_end"] = loadavg()
             return result
         seen, row = hit
-        _wait_batch_done(query)
-        progress = [p for p in progress_rows(query) if p["batchId"] not in done]
         result["round2"] = {
             "from_leave_produced_s": round(seen - sent, 1), "produce_s": round(produced - sent, 1),
             "generation": row["generation"], "trigger": row["trigger"], "phase": row["phase"],
@@ -1119,19 +1112,29 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
     return result
 
 
-def _big_group_while_running(query, metrics: "DeltaTail", config: Config, producer, membership: list,
-                             beats: list, group: str, members: int, done: set[int]) -> dict:
-    """A huge group's first generation while the job runs: seconds from the first batch that read
-    any of its records, and from the end of its produce, until its ``balance_metrics`` row is in Delta."""
+def _produce_and_wait(query, metrics: "DeltaTail", config: Config, producer, membership: list, beats: list,
+                      found: Callable[[dict], bool], done: set[int]):
+    """Produce a round's records to the running job and wait (up to :data:`BIG_ROUND2_TIMEOUT_S`)
+    for the ``balance_metrics`` row ``found`` accepts: (produce start, produce end, (seen, row) or
+    None, the progress of the batches not in ``done``)."""
     started = time.time()
     _produce_all(producer, config.kafka.membership_topic, membership)
     _produce_all(producer, config.kafka.heartbeat_topic, beats)
     producer.flush(120)
     produced = time.time()
-    hit = _wait_rows(metrics, lambda r: r["group_id"] == group and r["members"] == members, query,
-                     BIG_ROUND2_TIMEOUT_S)
-    _wait_batch_done(query)
-    progress = [p for p in progress_rows(query) if p["batchId"] not in done]
+    hit = _wait_rows(metrics, found, query, BIG_ROUND2_TIMEOUT_S)
+    if hit is not None:
+        _wait_batch_done(query)
+    return started, produced, hit, [p for p in progress_rows(query) if p["batchId"] not in done]
+
+
+def _big_group_while_running(query, metrics: "DeltaTail", config: Config, producer, membership: list,
+                             beats: list, group: str, members: int, done: set[int]) -> dict:
+    """A huge group's first generation while the job runs: seconds from the first batch that read
+    any of its records, and from the end of its produce, until its ``balance_metrics`` row is in Delta."""
+    started, produced, hit, progress = _produce_and_wait(
+        query, metrics, config, producer, membership, beats,
+        lambda r: r["group_id"] == group and r["members"] == members, done)
     result: dict[str, Any] = {"produce_s": round(produced - started, 1), "batches": batch_table(progress, {})}
     if hit is None:
         return {**result, "not_reached_within_s": BIG_ROUND2_TIMEOUT_S}
