@@ -19,6 +19,7 @@ name the key. The rules are frozen and hashable: the job ships them to its Pytho
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, Mapping
@@ -182,8 +183,10 @@ def _check(path: str, value: Any, default: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise AlertConfigError(f"{path}: expected a non-negative integer, got {value!r}")
     elif isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise AlertConfigError(f"{path}: expected a non-negative number, got {value!r}")
+        # TOML has nan and inf: refused, as nothing compares with NaN (the rule could never fire)
+        # and a group's state, which keeps a firing alert's threshold, holds finite numbers only.
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise AlertConfigError(f"{path}: expected a finite non-negative number, got {value!r}")
         value = float(value)
     elif isinstance(default, str):
         allowed = _CHOICES.get(path.rsplit(".", 1)[-1], SEVERITIES)

@@ -205,6 +205,8 @@ def test_a_group_with_an_open_windowed_alert_asks_for_a_timer_at_its_resolution(
     ("[imbalanse]\nmax_minus_min = 1", "unknown alert rule [imbalanse]"),
     ("[imbalance]\nmax_minus = 1", "imbalance.max_minus: unknown key"),
     ("[imbalance]\nmax_minus_min = -1", "imbalance.max_minus_min: expected a non-negative integer"),
+    ("[imbalance]\nmax_over_mean = nan", "imbalance.max_over_mean: expected a finite non-negative number, got nan"),
+    ("[imbalance]\nmax_over_mean = inf", "imbalance.max_over_mean: expected a finite non-negative number, got inf"),
     ("[imbalance]\nseverity = 'loud'", "imbalance.severity: expected one of info, warning, critical"),
     ("[rebalance_storm]\nenabled = 1", "rebalance_storm.enabled: expected true or false"),
     ("[assignment_disagreement]\nlevel = 'exact'", "assignment_disagreement.level: expected one of count, partition"),

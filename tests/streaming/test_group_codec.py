@@ -31,6 +31,27 @@ def test_a_state_written_in_format_5_decodes_to_the_same_state():
     assert decode_state(encode_state(old)) == state
 
 
+def test_a_format_6_state_written_with_the_standard_librarys_json_decodes_to_the_same_state():
+    # group_state_v6_stdlib_json.bin: this story's state with a non-ASCII client id, as the codec
+    # wrote it before it encoded with orjson (json.dumps escapes every non-ASCII character).
+    state = _story_state()
+    state.members["c1"].client_id = "client-\u00fc-\u20ac-\U0001d11e"
+    old = decode_state((FIXTURES / "group_state_v6_stdlib_json.bin").read_bytes())
+    assert old == state
+    assert decode_state(encode_state(old)) == state
+
+
+def test_values_orjson_cannot_write_are_stored_and_read_back_exactly():
+    # An integer beyond 64 bits (orjson refuses to write it, and would read it back as a float)
+    # and a lone surrogate (not UTF-8): the codec leaves the state to json for these.
+    state = _story_state()
+    state.members["c1"].joined_at = 2**70 + 1
+    state.members["c2"].client_id = "half-\ud800-pair"
+    decoded = decode_state(encode_state(state))
+    assert decoded == state
+    assert decoded.members["c1"].joined_at == 2**70 + 1 and type(decoded.members["c1"].joined_at) is int
+
+
 def test_a_batch_of_heartbeats_leaves_the_assignment_packed_and_its_bytes_as_they_were():
     state = _story_state()
     blob = encode_state(state)
