@@ -16,7 +16,9 @@ others, and the bucket's one timer sits at the earliest of them.
 
 The bytes are an Arrow IPC stream of one record batch (group_id, state, deadline), with the format
 version and the registered timer in its schema metadata: a versioned, self-describing format that
-outlives the code that wrote it, like the group blobs inside it.
+outlives the code that wrote it, like the group blobs inside it. Since format 2 the stream's buffers
+are zstd-compressed (Arrow's IPC compression), and the group blobs are not compressed on their
+own (group state format 7): one compression per bucket per batch, not one per group.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from streaming.engine.codec import decode_state, encode_state
 from streaming.engine.state import GroupState
 from streaming.engine.topic_catalog import TopicCatalog
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
+#: Format 1: the same stream uncompressed (its group blobs compressed each, group state format 6).
+_READABLE_VERSIONS = ("1", "2")
+_WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 
 _FIELDS = [pa.field("group_id", pa.string(), nullable=False), pa.field("state", pa.binary(), nullable=False),
            pa.field("deadline", pa.int64())]
@@ -123,7 +128,7 @@ class StateBucket:
         batch = pa.record_batch([pa.array(ids, pa.string()), pa.array([self.blobs[g] for g in ids], pa.binary()),
                                  pa.array([self.deadlines.get(g) for g in ids], pa.int64())], schema=schema)
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, schema) as writer:
+        with pa.ipc.new_stream(sink, schema, options=_WRITE_OPTIONS) as writer:
             writer.write_batch(batch)
         return sink.getvalue().to_pybytes()
 
@@ -131,8 +136,9 @@ class StateBucket:
     def from_bytes(cls, data: bytes) -> "StateBucket":
         table = pa.ipc.open_stream(data).read_all()
         metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-        if metadata.get("format") != FORMAT_VERSION:
-            raise ValueError(f"state bucket format {metadata.get('format')!r} is not {FORMAT_VERSION}: "
+        if metadata.get("format") not in _READABLE_VERSIONS:
+            raise ValueError(f"state bucket format {metadata.get('format')!r} is not one of "
+                             f"{', '.join(_READABLE_VERSIONS)}: "
                              "this job cannot read a checkpoint written by another version")
         ids = table.column("group_id").to_pylist()
         blobs = dict(zip(ids, table.column("state").to_pylist()))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -29,6 +31,25 @@ def test_groups_deadlines_and_timer_come_back_from_the_bytes():
     assert again.deadlines == {"orders": 5_000}
     assert again.timer_at == 5_000
     assert not again.changed
+
+
+def test_a_bucket_written_in_format_1_is_read_and_written_again_in_the_current_format():
+    # state_bucket_v1.bin: the bucket above as the previous release wrote it (an uncompressed
+    # stream; each group's blob in group state format 6, its JSON compressed on its own).
+    old = StateBucket.from_bytes((Path(__file__).parent / "fixtures" / "state_bucket_v1.bin").read_bytes())
+    assert old.load("orders") == _state("orders", 3) and old.load("payments") == _state("payments", 7)
+    assert old.deadlines == {"orders": 5_000} and old.timer_at == 5_000
+    old.save(old.load("orders"), deadline=5_000)
+    again = StateBucket.from_bytes(old.to_bytes())
+    assert again.load("orders") == _state("orders", 3) and again.load("payments") == _state("payments", 7)
+
+
+def test_the_bucket_compresses_its_groups_together():
+    bucket = StateBucket()
+    for i in range(30):
+        bucket.save(_state(f"group-{i:02d}", i), deadline=None)
+    raw = sum(len(b) for b in bucket.blobs.values())
+    assert len(bucket.to_bytes()) < raw / 2
 
 
 def test_a_group_the_batch_does_not_touch_keeps_its_bytes():
@@ -68,7 +89,7 @@ def test_bytes_of_another_format_are_refused_with_the_version_named():
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as writer:
         writer.write_batch(pa.record_batch([pa.array(["g"])], schema=schema))
-    with pytest.raises(ValueError, match="state bucket format '0' is not 1"):
+    with pytest.raises(ValueError, match="state bucket format '0' is not one of 1, 2: this job cannot read"):
         StateBucket.from_bytes(sink.getvalue().to_pybytes())
 
 
