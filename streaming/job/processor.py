@@ -262,6 +262,11 @@ def _recorded(payload: dict) -> CoordinatorGeneration | ConsumerGroupRecord:
     return (ConsumerGroupRecord if "record_type" in payload else CoordinatorGeneration).from_json(payload)
 
 
+def _ints(values) -> list[int]:
+    """A packed row's list column (a NumPy array from Arrow; a list when built by hand) as ints."""
+    return values.tolist() if isinstance(values, np.ndarray) else [int(v) for v in values]
+
+
 class BucketRows:
     """A bucket's input rows (:data:`~streaming.job.operator_input.INPUT_COLUMNS`) as NumPy arrays."""
 
@@ -306,24 +311,35 @@ class BucketRows:
                                     event_time=data.get("event_time"), raw_value=self.payloads[i], reason=reason)
         return RejectedEventRow(**data, reason=reason)
 
-    def heartbeats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The heartbeats of ``rows`` (heartbeat rows), unpacked: (member ids, event times)."""
-        if len(rows) == 0:
-            return np.empty(0, dtype=object), np.empty(0, dtype=np.int64)
-        members = np.repeat(self.member_ids[rows], self._beats_per_row(rows))
-        times = np.concatenate([self.beat_times[i] if self.packed[i] else self.event_times[i:i + 1] for i in rows])
-        return members, times.astype(np.int64, copy=False)
+    def heartbeats(self, rows: np.ndarray) -> tuple[list[str], list[int]]:
+        """The heartbeats of ``rows`` (heartbeat rows), unpacked: (member ids, event times).
 
-    def heartbeat_weights(self, rows: np.ndarray) -> np.ndarray | None:
+        Plain lists, which the engine works in: a group has a few rows here (one per member), where
+        NumPy's repeat and concatenate cost more than this loop."""
+        members: list[str] = []
+        times: list[int] = []
+        for i in rows.tolist():
+            if self.packed[i]:
+                beats = _ints(self.beat_times[i])
+                times.extend(beats)
+                members.extend([self.member_ids[i]] * len(beats))
+            else:
+                times.append(int(self.event_times[i]))
+                members.append(self.member_ids[i])
+        return members, times
+
+    def heartbeat_weights(self, rows: np.ndarray) -> list[int] | None:
         """How many heartbeat records each of :meth:`heartbeats` stands for; None: one each (nothing
         of ``rows`` was reduced)."""
         if not self.weighted[rows].any():
             return None
-        return np.concatenate([self.beat_weights[i] if self.weighted[i] else np.ones(n, dtype=np.int64)
-                               for i, n in zip(rows, self._beats_per_row(rows))]).astype(np.int64, copy=False)
-
-    def _beats_per_row(self, rows: np.ndarray) -> list[int]:
-        return [len(self.beat_times[i]) if self.packed[i] else 1 for i in rows]
+        weights: list[int] = []
+        for i in rows.tolist():
+            if self.weighted[i]:
+                weights.extend(_ints(self.beat_weights[i]))
+            else:
+                weights.extend([1] * (len(self.beat_times[i]) if self.packed[i] else 1))
+        return weights
 
     def lag_reports(self, heartbeats: np.ndarray) -> list[LagReport]:
         """Kafka Streams heartbeats' task lags, every report with its time (the engine applies them

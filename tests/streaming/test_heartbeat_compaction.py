@@ -64,7 +64,7 @@ def test_every_heartbeat_record_is_counted_once_after_unpacking_whatever_the_arr
         assert columns.records.sum() == len(INPUT)
         beats = np.flatnonzero((out["kind"] == "heartbeat") & out["reject_reason"].isna())
         members, times = columns.heartbeats(beats)
-        got = sorted(zip(members.tolist(), times.tolist()))
+        got = sorted(zip(members, times))
         want = sorted((r["member_id"], r["event_time"]) for r in INPUT
                       if r["kind"] == "heartbeat" and r["reject_reason"] is None)
         assert got == want, split
