@@ -15,7 +15,6 @@ from schemas.events import (
     MEMBER_EVENT_TYPES,
     MEMBERSHIP_FIELDS,
     SCHEMA_VERSION,
-    STREAMS_TASK_ID_PATTERN,
     Field,
 )
 from schemas.spark import spark_type
@@ -93,10 +92,10 @@ def _field_problems(f: Field) -> list[Column]:
     return problems
 
 
-#: A Streams task id as ``RLIKE '^[0-9]+_[0-9]+$'`` accepts it, written as JSON: Java's ``$`` also
-#: matches before one final line terminator, which JSON writes escaped (\n, \r) or as it is.
+#: A Streams task id as ``RLIKE STREAMS_TASK_ID_PATTERN`` ('^[0-9]+_[0-9]+$') accepts it, written as
+#: JSON: Java's ``$`` also matches before one final line terminator, which JSON writes escaped (\n,
+#: \r) or as it is. (tests/integration/test_parse.py checks it against the pattern itself.)
 _TASK_ID_JSON = r'"[0-9]+_[0-9]+(?:\\n|\\r\\n|\\r|\\u0085|\\u2028|\\u2029|[\u0085\u2028\u2029])?"'
-assert STREAMS_TASK_ID_PATTERN == "^[0-9]+_[0-9]+$", "_TASK_ID_JSON spells out this pattern"
 
 
 def _has_null(array: Column) -> Column:

@@ -6,7 +6,7 @@ third of the operator's Python CPU when each group was its own MapState entry: p
 events/s, docs/benchmarks/job.md). So a bucket is one value: read once and written once per
 micro-batch, whatever the number of its groups.
 
-Inside, each group keeps its engine state as its own compressed blob (:mod:`streaming.engine.codec`),
+Inside, each group keeps its engine state as its own blob (:mod:`streaming.engine.codec`),
 decoded only when the group has something to do in the batch; a group without events keeps its bytes
 as they are. A Python worker usually gets the same buckets batch after batch, so it keeps the state
 objects it wrote (:class:`RecentStates`) and skips the decoding when the stored bytes are still the
@@ -54,7 +54,8 @@ class RecentStates:
     #: Entries kept per process; the oldest go first. A 10-member group's state is ~20 KB of objects.
     CAPACITY = 10_000
     #: Larger states (huge groups) are not kept: they would hold hundreds of MB between batches.
-    MAX_BLOB_BYTES = 256 * 1024
+    #: (Uncompressed bytes since group state format 7: about three times the compressed size.)
+    MAX_BLOB_BYTES = 768 * 1024
 
     def __init__(self):
         self._entries: dict[str, tuple[bytes, GroupState]] = {}

@@ -91,7 +91,7 @@ def _lambda_rules(own_rules) -> list:
     parse.py uses, which Spark can compile."""
     from streaming.job import parse
 
-    pattern = parse.STREAMS_TASK_ID_PATTERN
+    from schemas.events import STREAMS_TASK_ID_PATTERN as pattern
     lambdas = [
         (" OR ".join(f"exists(workload.tasks.{kind}, t -> t IS NULL OR NOT t RLIKE '{pattern}')"
                      for kind in ("stateful", "stateless")),
