@@ -15,6 +15,7 @@ from schemas.events import (
     MEMBER_EVENT_TYPES,
     MEMBERSHIP_FIELDS,
     SCHEMA_VERSION,
+    STREAMS_TASK_ID_PATTERN,
     Field,
 )
 from schemas.spark import spark_type
@@ -92,45 +93,7 @@ def _field_problems(f: Field) -> list[Column]:
     return problems
 
 
-#: A Streams task id as ``RLIKE STREAMS_TASK_ID_PATTERN`` ('^[0-9]+_[0-9]+$') accepts it, written as
-#: JSON: Java's ``$`` also matches before one final line terminator, which JSON writes escaped (\n,
-#: \r) or as it is. (tests/integration/test_parse.py checks it against the pattern itself.)
-_TASK_ID_JSON = r'"[0-9]+_[0-9]+(?:\\n|\\r\\n|\\r|\\u0085|\\u2028|\\u2029|[\u0085\u2028\u2029])?"'
-
-
-def _has_null(array: Column) -> Column:
-    """True when the array holds a null (an ascending sort puts nulls first)."""
-    return (F.size(array) > 0) & F.element_at(F.sort_array(array), 1).isNull()
-
-
-def _has_blank(strings: Column) -> Column:
-    """True when an element of an array of strings is empty or spaces only (what ``trim`` empties).
-
-    Read from the array's JSON: an element is blank when its quotes hold only spaces. A quote
-    inside a JSON string is always escaped, so ``[`` or ``,`` then a bare quote is an element's
-    start, and a bare quote after spaces is its end."""
-    return F.to_json(strings).rlike(r'[\[,]" *"[,\]]')
-
-
-def _any_negative(numbers: Column) -> Column:
-    return F.array_min(numbers) < 0
-
-
-def _task_ids_malformed(ids: Column) -> Column:
-    """True when a task id is null or not ``<subtopology>_<partition>``: the array's JSON, with every
-    well-formed id removed, is more than brackets and commas."""
-    return ~F.regexp_replace(F.to_json(ids), _TASK_ID_JSON, "").rlike(r"^\[,*\]$")
-
-
 def _membership_rules() -> list[Column]:
-    """The membership event's own rules.
-
-    No lambda (``exists(array, x -> ...)``): Spark cannot compile a higher-order function into
-    whole-stage code, so one of them made the whole refusal projection per-operator code that
-    every task generated again (120-180 ms of CPU for a task of a few records, 3-4 ms without).
-    The array checks are written with sorting, minimums and the arrays' JSON instead; a test
-    compares each with its lambda form. One keeps its lambda (racks against partition counts,
-    element by element), computed in a projection of its own below (see parse_records)."""
     m = F.col
     return [
         F.when(m("type").isin(*MEMBER_EVENT_TYPES) & m("member_id").isNull(),
@@ -143,29 +106,26 @@ def _membership_rules() -> list[Column]:
                F.lit("missing required field workload.tasks for a workload event of a streams group")),
         F.when((m("type") == "workload") & (m("group_type") == "connect") & m("workload.connectors").isNull(),
                F.lit("missing required field workload.connectors for a workload event of a connect group")),
-        F.when(_task_ids_malformed(m("workload.tasks.stateful")) | _task_ids_malformed(m("workload.tasks.stateless")),
+        F.when(F.expr(" OR ".join(f"exists(workload.tasks.{kind}, t -> t IS NULL OR NOT t RLIKE "
+                                  f"'{STREAMS_TASK_ID_PATTERN}')" for kind in ("stateful", "stateless"))),
                F.lit("field workload.tasks: a task id is not of the form '<subtopology>_<partition>' (like '0_1')")),
-        F.when(_has_null(m("workload.connectors.name")) | _has_blank(m("workload.connectors.name")),
+        F.when(F.expr("exists(workload.connectors, c -> c.name IS NULL OR trim(c.name) = '')"),
                F.lit("field workload.connectors: a connector has no name")),
-        F.when(_has_null(m("workload.connectors.tasks")) | _any_negative(m("workload.connectors.tasks")),
+        F.when(F.expr("exists(workload.connectors, c -> c.tasks IS NULL OR c.tasks < 0)"),
                F.lit("field workload.connectors: a task count is missing or negative")),
-        F.when(_has_null(m("owned_partitions.topic")) | _has_null(m("owned_partitions.partition")),
+        F.when(F.expr("exists(owned_partitions, p -> p.topic IS NULL OR p.partition IS NULL)"),
                F.lit("field owned_partitions: every entry needs a topic and a partition")),
-        F.when(_any_negative(m("owned_partitions.partition")),
+        F.when(F.expr("exists(owned_partitions, p -> p.partition < 0)"),
                F.lit("field owned_partitions: a partition number is negative")),
-        F.when(_has_null(m("topics")) | _has_blank(m("topics")),
+        F.when(F.expr("exists(topics, t -> t IS NULL OR trim(t) = '')"),
                F.lit("field topics: a topic name is empty")),
-        F.when(_has_null(m("workload.topics.name")) | _has_blank(m("workload.topics.name")),
+        F.when(F.expr("exists(workload.topics, t -> t.name IS NULL OR trim(t.name) = '')"),
                F.lit("field workload.topics: a topic has no name")),
-        F.when(_has_null(m("workload.topics.partitions")) | _any_negative(m("workload.topics.partitions")),
+        F.when(F.expr("exists(workload.topics, t -> t.partitions IS NULL OR t.partitions < 0)"),
                F.lit("field workload.topics: a partition count is missing or negative")),
-        F.when(m(_RACKS_MISMATCH), F.lit("field workload.topics: racks must list one entry per partition")),
+        F.when(F.expr("exists(workload.topics, t -> t.racks IS NOT NULL AND size(t.racks) != t.partitions)"),
+               F.lit("field workload.topics: racks must list one entry per partition")),
     ]
-
-
-#: Column of the one rule that keeps its lambda; dropped with the other working columns.
-_RACKS_MISMATCH = "_racks_mismatch"
-_RACKS_RULE = "exists(workload.topics, t -> t.racks IS NOT NULL AND size(t.racks) != t.partitions)"
 
 
 def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: str,
@@ -213,12 +173,6 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         return _typed(f)
 
     typed = base.select("*", *[read(f).alias(f.name) for f in columns])
-    # The rule with a lambda, in a projection of its own (see _membership_rules). Spark's optimizer
-    # merges a projection into the one that reads it unless that would repeat or reorder work: the
-    # always-true, non-deterministic spark_partition_id() >= 0 keeps this one apart, so the lambda,
-    # which Spark cannot compile, stays out of the refusal projection.
-    apart = F.spark_partition_id() >= 0
-    typed = typed.select("*", F.when((F.col("kind") == MEMBERSHIP) & apart, F.expr(_RACKS_RULE)).alias(_RACKS_MISMATCH))
 
     envelope = [
         F.when(F.col("raw_value").isNull(), F.lit("empty record value")),
@@ -251,4 +205,4 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         *envelope,
         F.when(F.col("kind") == MEMBERSHIP, membership_reason).otherwise(heartbeat_reason),
     )
-    return typed.withColumn("reject_reason", reason).drop("v", "record_bytes", "valid_utf8", _RACKS_MISMATCH)
+    return typed.withColumn("reject_reason", reason).drop("v", "record_bytes", "valid_utf8")
