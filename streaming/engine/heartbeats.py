@@ -12,10 +12,20 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from itertools import repeat
-from typing import Sequence
+from typing import Iterable, Sequence
+
+import numpy as np
 
 from streaming.engine.state import Member
+
+
+def plain_list(values: Sequence, convert=None) -> list:
+    """``values`` (a list, a tuple or a NumPy array) as a list of plain Python values (``convert=int``:
+    of ints). The engine works on plain lists: a group's batch holds tens of heartbeats, where
+    NumPy's per-call cost was most of the heartbeat bookkeeping."""
+    if isinstance(values, np.ndarray):
+        return values.astype(np.int64, copy=False).tolist() if convert is int else values.tolist()
+    return list(map(convert, values)) if convert is not None else list(values)
 
 
 class HeartbeatIndex:
@@ -30,24 +40,24 @@ class HeartbeatIndex:
         #: Heartbeat records per member: more than its times when the job dropped some (weights).
         self.records_by_member: dict[str, int] = {}
 
-    def load(self, member_ids: Sequence[str], times: Sequence[int], weights: Sequence[int] | None = None) -> None:
-        """Index heartbeats given as parallel lists (``weights``: records each stands for, default one).
+    def load(self, beats: Iterable[tuple[str, int, int]]) -> None:
+        """Index heartbeats given as (member id, time, records it stands for).
 
         A plain loop, not NumPy: a group's batch holds tens of heartbeats, where a lexsort, its
         boundaries and their conversions cost more than the loop (profiled per group of 10 members,
         70 beats); a huge group's 100,000 take about 50 ms."""
         by_member, records = self.by_member, self.records_by_member
-        for member_id, t, n in zip(member_ids, times, weights if weights is not None else repeat(1)):
-            beats = by_member.get(member_id)
-            if beats is None:
+        for member_id, t, n in beats:
+            times = by_member.get(member_id)
+            if times is None:
                 by_member[member_id] = [t]
                 records[member_id] = n
             else:
-                beats.append(t)
+                times.append(t)
                 records[member_id] += n
-        for beats in by_member.values():
-            if len(beats) > 1:
-                beats.sort()
+        for times in by_member.values():
+            if len(times) > 1:
+                times.sort()
 
     def last_seen_at(self, member: Member, at: int) -> int:
         """The member's newest sign of life at or before ``at``."""

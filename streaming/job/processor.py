@@ -35,6 +35,7 @@ from schemas.rows import RejectedEventRow, TableRow
 
 from streaming.engine import EngineSettings, LagReport, MembershipEvent, advance, next_deadline
 from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
+from streaming.engine.heartbeats import plain_list
 from streaming.errors import InvalidEventError
 from streaming.job.offsets_source import COORDINATOR, TOPIC_METADATA
 from streaming.job.operator_input import CLOCK
@@ -262,11 +263,6 @@ def _recorded(payload: dict) -> CoordinatorGeneration | ConsumerGroupRecord:
     return (ConsumerGroupRecord if "record_type" in payload else CoordinatorGeneration).from_json(payload)
 
 
-def _ints(values) -> list[int]:
-    """A packed row's list column (a NumPy array from Arrow; a list when built by hand) as ints."""
-    return values.tolist() if isinstance(values, np.ndarray) else [int(v) for v in values]
-
-
 class BucketRows:
     """A bucket's input rows (:data:`~streaming.job.operator_input.INPUT_COLUMNS`) as NumPy arrays."""
 
@@ -320,7 +316,7 @@ class BucketRows:
         times: list[int] = []
         for i in rows.tolist():
             if self.packed[i]:
-                beats = _ints(self.beat_times[i])
+                beats = plain_list(self.beat_times[i], int)
                 times.extend(beats)
                 members.extend([self.member_ids[i]] * len(beats))
             else:
@@ -336,7 +332,7 @@ class BucketRows:
         weights: list[int] = []
         for i in rows.tolist():
             if self.weighted[i]:
-                weights.extend(_ints(self.beat_weights[i]))
+                weights.extend(plain_list(self.beat_weights[i], int))
             else:
                 weights.extend([1] * (len(self.beat_times[i]) if self.packed[i] else 1))
         return weights
