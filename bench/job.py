@@ -13,8 +13,9 @@ in the Markdown is kept, so hand-written analysis survives a re-run).
   small ``max_offsets_per_trigger`` so that it takes many micro-batches; sustained events/s from
   the query's progress events (first batch start to last batch end, so JVM and query start-up are
   excluded). The baseline is a stateless Kafka -> ``parse_records`` -> Delta copy of the same
-  topics measured the same way. The job then runs once more without its heartbeat reduction
-  (``job.reduce_heartbeats = false``), and the two runs' history tables are compared row for row. A cProfile of the processor's Python side on a synthetic batch
+  topics measured the same way. The job then runs once more without its heartbeat reduction and
+  screen (``job.reduce_heartbeats = false``, ``job.screen_heartbeats = false``), and the two runs'
+  history tables are compared row for row. A cProfile of the processor's Python side on a synthetic batch
   says where the per-group time goes.
 * ``latency``: the job runs continuously while a live simulation produces ~10,000 heartbeats/s
   with event time = wall-clock now; every 2 s a member joins a probe group and we time produce ->
@@ -438,7 +439,7 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
     result["warm_up_wall_s"] = warm["wall_including_query_start_s"]
     print(f"[throughput] warm-up (not measured): {result['warm_up_wall_s']} s", flush=True)
 
-    # Then the job, the baseline, and the job without the reduction, on the warmed-up JVM.
+    # Then the job, the baseline, and the job without the reduction and screen, on the warmed-up JVM.
     result["job"] = _run_to_end(lambda t: start_query(spark, config, available_now=True, write=timed_sink(t)),
                                 "the job")
     print(f"[throughput] job: {result['job']['sustained']}", flush=True)
@@ -446,13 +447,14 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
                                      "the baseline")
     print(f"[throughput] baseline: {result['baseline']['sustained']}", flush=True)
 
-    # The job again without the heartbeat reduction (job.reduce_heartbeats = false), last, on the
-    # warmest JVM: what the reduction buys, measured in the same run, and the check that it changes
-    # no history (issue 20: identical tables).
-    full_config = _elsewhere(config, work, "unreduced", reduce_heartbeats=False)
+    # The job again without the heartbeat reduction and screen (job.reduce_heartbeats = false,
+    # job.screen_heartbeats = false): what they buy, measured in the same run, and the check that
+    # they change no history (issue 20: identical tables).
+    full_config = _elsewhere(config, work, "unreduced", reduce_heartbeats=False, screen_heartbeats=False)
     result["job_unreduced"] = _run_to_end(
-        lambda t: start_query(spark, full_config, available_now=True, write=timed_sink(t)), "the job without the reduction")
-    print(f"[throughput] job without the reduction: {result['job_unreduced']['sustained']}", flush=True)
+        lambda t: start_query(spark, full_config, available_now=True, write=timed_sink(t)),
+        "the job without the reduction and screen")
+    print(f"[throughput] job without the reduction and screen: {result['job_unreduced']['sustained']}", flush=True)
     # What reading and parsing alone sustain: no job that parses in Spark can beat it.
     result["read_and_parse"] = _run_to_end(
         lambda t: run_read_and_parse(spark, _elsewhere(config, work, "read-and-parse"), t), "read and parse")
@@ -1225,7 +1227,7 @@ def _reduction_lines(reduction: dict | None) -> list[str]:
     return [f"Heartbeat reduction: {_fmt(sums['reduced']['heartbeats_reduced'])} of "
             f"{_fmt(sums['reduced']['heartbeats_accepted'])} heartbeats dropped before the shuffle (counted as "
             f"accepted; records {_fmt(sums['reduced']['records'])} with it, {_fmt(sums['unreduced']['records'])} "
-            f"without). History tables with and without it: {verdict} "
+            f"without it and the screen). History tables with both and without both: {verdict} "
             f"({_fmt(reduction['history_rows_compared'])} rows compared, `assignor_ms` aside).", ""]
 
 
@@ -1266,7 +1268,8 @@ def markdown(results: dict) -> str:
             "writer (no idempotence marker: it pays for nothing the job's exactly-once sink pays for); no "
             "watermark, no stateful operator. A warm-up run of the job over the same topics "
             "came first (not measured; without it the first query paid the cold start), then the job, the "
-            "baseline, the job again without the heartbeat reduction (`job.reduce_heartbeats = false`), "
+            "baseline, the job again without the heartbeat reduction and screen (`job.reduce_heartbeats = "
+            "false`, `job.screen_heartbeats = false`), "
             "the read and parse alone (Kafka read and `parse_records` into Spark's `noop` sink: the "
             "ceiling of any job that parses these records as the job does), Spark's Kafka source alone (each "
             "record's value as a string into `noop`: the ceiling of any Spark job over these topics), and last "
@@ -1277,7 +1280,7 @@ def markdown(results: dict) -> str:
             "| run | batches | rows | wall s | events/s | events/s without batch 0 | wall incl. query start s |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        names = {"job": "job", "baseline": "baseline", "job_unreduced": "job, reduction off",
+        names = {"job": "job", "baseline": "baseline", "job_unreduced": "job, reduction and screen off",
                  "read_and_parse": "read and parse only (noop sink)",
                  "read_only": "Kafka source only (noop sink)", "floor": "floor query (latency_floor.py)"}
         for name in [n for n in names if n in tp]:

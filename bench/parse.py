@@ -57,6 +57,8 @@ def steps(records):
 
     from schemas.events import HEARTBEAT_FIELDS
     from schemas.spark import spark_type
+    from streaming.job.heartbeat_screen import parse_screened
+    from streaming.job.operator_input import narrow_input
     from streaming.job.parse import parse_records
 
     value = F.col("value").cast("string")
@@ -75,7 +77,17 @@ def steps(records):
         "envelope": envelope,  # the VARIANT kept as a column, so Spark cannot prune its parse away
         "typed": typed,
         "parse_records": parse_records(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576),
+        # What the stateful operator's input needs of the parse, without and with the screen.
+        "narrow": narrow_input(keyed(parse_records(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576))),
+        "screened": narrow_input(keyed(parse_screened(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576))),
     }
+
+
+def keyed(parsed):
+    """``parsed`` with the job's ``group_key`` (main.build_history)."""
+    from pyspark.sql import functions as F
+
+    return parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit("")))
 
 
 def measure(spark, count: int, repeats: int) -> dict:
@@ -127,7 +139,9 @@ def markdown(results: dict) -> str:
             "from_json": "`from_json` of the heartbeat fields (baseline)",
             "envelope": "UTF-8 check and repair, JSON to VARIANT, topic to kind",
             "typed": "the envelope + each field read from the VARIANT with its type",
-            "parse_records": "the job's whole parse: + every refusal rule"}
+            "parse_records": "the job's whole parse: + every refusal rule",
+            "narrow": "the parse narrowed to what the stateful operator reads (the job without the screen)",
+            "screened": "the same, canonical heartbeats read by the screen (heartbeat_screen.py)"}
     for name, s in r["steps"].items():
         lines.append(f"| {name} | {what[name]} | {s['median_s']} | {s['records_per_s']:,} | "
                      f"{s['us_per_record_core']} | {s['median_s'] / base:.2f} |")

@@ -94,6 +94,13 @@ The group's topics change (a workload event replaces the group's whole topic lis
 ```
 
 Heartbeats set the group's event time (see [time.md](time.md)); they never cause assignment work.
+
+**The fast shape.** A heartbeat written as compact JSON (no whitespace), its fields in the order of
+the table above, strings without escapes, `generation` (if any) last and no `task_lags`, is read
+without the job's full JSON parse (`job.screen_heartbeats`, streaming/job/heartbeat_screen.py):
+about 3x cheaper per record. It is exactly the same heartbeat to the job. The collector and the
+simulator write this shape; `json.dumps(event, separators=(",", ":"), ensure_ascii=False)` of a dict
+built in this order does too. Any other valid form is read the same, through the full parse.
 """
 
 

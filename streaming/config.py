@@ -140,6 +140,11 @@ class JobConfig:
     #: Drop the heartbeats that cannot change any decision before the shuffle into the stateful
     #: operator (they are still counted as accepted). Off only to compare: the history is the same.
     reduce_heartbeats: bool = True
+    #: Recognise heartbeats of the contract's canonical shape (compact JSON, the contract's field
+    #: order, no escapes: what the collector and simulator write) in one vectorised Python step
+    #: instead of Spark's full parse, exactly (streaming/job/heartbeat_screen.py). Off only to
+    #: compare: the history is the same.
+    screen_heartbeats: bool = True
 
     def __post_init__(self) -> None:
         if self.state_buckets < 1:

@@ -29,21 +29,27 @@ from streaming.config import Config
 from streaming.job.args import add_job_arguments, config_from_args
 from streaming.job.bucket_keys import key_array, state_bucket
 from streaming.job.checkpoint_stamp import NEW_CHECKPOINT_ADVICE, check_or_write
+from streaming.job.heartbeat_screen import parse_screened
 from streaming.job.parse import parse_records
 
 log = logging.getLogger("rebalance_monitor.job")
 
 
-def parse_sources(spark, config: Config):
+def parse_sources(spark, config: Config, screen_heartbeats: bool = False):
     """The two topics, each read by its own Kafka source and parsed: (membership, heartbeats).
 
     Only the heartbeat source is rate-limited (``kafka.max_offsets_per_trigger``): membership
-    events are few and are read in full every micro-batch (docs/time.md).
+    events are few and are read in full every micro-batch (docs/time.md). With
+    ``screen_heartbeats``, the heartbeat source's canonical heartbeats skip the parse
+    (heartbeat_screen.py) and carry only the columns the stateful operator reads.
     """
     kafka = config.kafka
-    return tuple(parse_records(spark.readStream.format("kafka").options(**kafka.source_options(topic)).load(),
-                               kafka.membership_topic, kafka.heartbeat_topic, kafka.max_record_bytes)
-                 for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+    topics = (kafka.membership_topic, kafka.heartbeat_topic)
+    membership, heartbeats = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
+                              for topic in topics)
+    parse = parse_screened if screen_heartbeats else parse_records
+    return (parse_records(membership, *topics, kafka.max_record_bytes),
+            parse(heartbeats, *topics, kafka.max_record_bytes))
 
 
 def build_stream(spark, config: Config):
@@ -61,7 +67,7 @@ def build_history(spark, config: Config):
 
     # Records that name no group still pass through (to rejected_events) under the "" key.
     membership, heartbeats = (narrow_input(parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit(""))))
-                              for parsed in parse_sources(spark, config))
+                              for parsed in parse_sources(spark, config, config.job.screen_heartbeats))
     # A member's heartbeats in a batch travel as one row from here on (see compacted_input). The
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).

@@ -129,16 +129,17 @@ def _membership_rules() -> list[Column]:
 
 
 def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: str,
-                  max_record_bytes: int) -> DataFrame:
+                  max_record_bytes: int, carry: tuple[str, ...] = ()) -> DataFrame:
     """Turn Kafka source rows into typed event rows with a ``reject_reason`` column (null = valid).
 
     (Not ``reason``: that is a field of membership events, the client's own words.)
 
     The result has ``kind`` (membership or heartbeat), every membership field (heartbeats use a
     subset) and every heartbeat field (``task_lags``), the source columns and ``raw_value`` (kept
-    for refused records).
+    for refused records), and the columns of ``records`` named in ``carry``, unchanged.
     """
     base = records.select(
+        *carry,
         F.col("topic").alias("source_topic"),
         F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),

@@ -1,5 +1,6 @@
-"""The job with its heartbeat reduction (streaming/job/heartbeat_reduction.py) and without it, over
-the same topics: the same history, every record counted, and most heartbeats never shuffled."""
+"""The job with its heartbeat reduction (streaming/job/heartbeat_reduction.py) and heartbeat screen
+(streaming/job/heartbeat_screen.py) and without either, over the same topics: the same history,
+every record counted, and most heartbeats never shuffled."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def test_the_same_topics_with_and_without_the_reduction_give_the_same_history(sp
     reduced = replace(reduced, kafka=replace(reduced.kafka, max_offsets_per_trigger=1_500))
     full = with_job(replace(reduced, output=replace(reduced.output, root=str(tmp_path / "full" / "data"),
                                                     checkpoint=str(tmp_path / "full" / "checkpoint"))),
-                    reduce_heartbeats=False)
-    assert reduced.job.reduce_heartbeats and reduced.output.root != full.output.root
+                    reduce_heartbeats=False, screen_heartbeats=False)
+    assert reduced.job.reduce_heartbeats and reduced.job.screen_heartbeats
+    assert reduced.output.root != full.output.root
     run_available_now(spark, reduced, timeout_s=600)
     run_available_now(spark, full, timeout_s=600)
 
