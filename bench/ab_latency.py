@@ -71,13 +71,15 @@ def _tree_of(revision: str, under: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", required=True, help="the git revision to compare the working tree with")
+    parser.add_argument("--base", help="the git revision to compare the working tree with (required)")
     parser.add_argument("--runs", type=int, default=2, help="rounds of (base, working tree)")
     parser.add_argument("--one-run", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one_run:
         print("RESULT " + json.dumps(one_run()), flush=True)
         return 0
+    if not args.base:
+        parser.error("--base is required: the git revision to compare the working tree with")
     under = Path(tempfile.mkdtemp(prefix="ab-trees-"))
     base = _tree_of(args.base, under)
     results = {"command": "bench/ab_latency.py " + " ".join(argv if argv is not None else sys.argv[1:]),
