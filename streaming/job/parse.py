@@ -140,8 +140,8 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
 
     ``only_heartbeats``: ``records`` come from the heartbeat topic alone (its own Kafka source), so
     the membership fields and rules are left out of the plan: the same result for every such
-    record, from a plan without lambda functions, whose code Spark need not generate again for
-    every task (what a micro-batch of a few records mostly costs).
+    record, from a plan a fraction of the size, whose code Spark generates faster for each task
+    (what a micro-batch of a few records mostly costs).
     """
     if only_heartbeats:
         kinds = F.when(F.col("source_topic") == heartbeat_topic, F.lit(HEARTBEAT))
