@@ -173,8 +173,7 @@ def screen_batches(batches, heartbeat_topic: str, max_record_bytes: int):
         yield screen_batch(batch, heartbeat_topic, max_record_bytes)
 
 
-def parse_screened(records, membership_topic: str, heartbeat_topic: str, max_record_bytes: int,
-                   only_heartbeats: bool = True):
+def parse_screened(records, membership_topic: str, heartbeat_topic: str, max_record_bytes: int):
     """The heartbeat topic's Kafka source rows parsed as :func:`~streaming.job.parse.parse_records`
     parses them, the recognised heartbeats through the screen instead.
 
@@ -195,8 +194,7 @@ def parse_screened(records, membership_topic: str, heartbeat_topic: str, max_rec
                          StructField(SCREENED_MEMBER_ID, StringType()), StructField(SCREENED_EVENT_TIME, LongType())])
     screened = source.mapInArrow(functools.partial(screen_batches, heartbeat_topic=heartbeat_topic,
                                                    max_record_bytes=max_record_bytes), schema)
-    parsed = parse_records(screened, membership_topic, heartbeat_topic, max_record_bytes, carry=SCREENED_COLUMNS,
-                           only_heartbeats=only_heartbeats)
+    parsed = parse_records(screened, membership_topic, heartbeat_topic, max_record_bytes, carry=SCREENED_COLUMNS)
     recognised = F.col(SCREENED_GROUP_ID).isNotNull()
     overrides = {"kind": F.lit(HEARTBEAT), "group_id": F.col(SCREENED_GROUP_ID),
                  "member_id": F.col(SCREENED_MEMBER_ID), "event_time": F.col(SCREENED_EVENT_TIME),

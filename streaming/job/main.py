@@ -39,10 +39,9 @@ def parse_sources(spark, config: Config, screen_heartbeats: bool = False):
     """The two topics, each read by its own Kafka source and parsed: (membership, heartbeats).
 
     Only the heartbeat source is rate-limited (``kafka.max_offsets_per_trigger``): membership
-    events are few and are read in full every micro-batch (docs/time.md). The heartbeat source is
-    parsed for heartbeats alone (no membership rules in its plan); with ``screen_heartbeats``, its
-    canonical heartbeats skip the parse (heartbeat_screen.py) and carry only the columns the
-    stateful operator reads.
+    events are few and are read in full every micro-batch (docs/time.md). With
+    ``screen_heartbeats``, the heartbeat source's canonical heartbeats skip the parse
+    (heartbeat_screen.py) and carry only the columns the stateful operator reads.
     """
     kafka = config.kafka
     topics = (kafka.membership_topic, kafka.heartbeat_topic)
@@ -50,7 +49,7 @@ def parse_sources(spark, config: Config, screen_heartbeats: bool = False):
                               for topic in topics)
     parse = parse_screened if screen_heartbeats else parse_records
     return (parse_records(membership, *topics, kafka.max_record_bytes),
-            parse(heartbeats, *topics, kafka.max_record_bytes, only_heartbeats=True))
+            parse(heartbeats, *topics, kafka.max_record_bytes))
 
 
 def build_stream(spark, config: Config):
@@ -67,10 +66,8 @@ def build_history(spark, config: Config):
     from streaming.job.processor import OUTPUT_SCHEMA, GroupProcessor
 
     # Records that name no group still pass through (to rejected_events) under the "" key.
-    membership, heartbeats = (narrow_input(parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit(""))),
-                                           membership_events=events)
-                              for parsed, events in zip(parse_sources(spark, config, config.job.screen_heartbeats),
-                                                        (True, False)))
+    membership, heartbeats = (narrow_input(parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit(""))))
+                              for parsed in parse_sources(spark, config, config.job.screen_heartbeats))
     # A member's heartbeats in a batch travel as one row from here on (see compacted_input). The
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).

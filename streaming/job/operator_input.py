@@ -31,19 +31,17 @@ INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason"
                  "beat_weights")
 
 
-def narrow_input(keyed, membership_events: bool = True):
+def narrow_input(keyed):
     """The operator's input before compaction: :data:`INPUT_COLUMNS` but ``beat_times`` and
-    ``beat_weights``. ``membership_events`` False: ``keyed`` holds none (the heartbeat topic's
-    source), so the plan has no code for their payload."""
+    ``beat_weights``."""
     from pyspark.sql import functions as F
 
     refused = F.col("reject_reason").isNotNull()
     # The Kafka record's timestamp is a Spark timestamp; the tables keep epoch milliseconds.
     source = [F.unix_millis(F.col(c)).alias(c) if c == "kafka_timestamp" else F.col(c) for c in REJECTED_FROM_INPUT]
-    payload = F.when(refused, F.to_json(F.struct(*source)))
-    if membership_events:
-        payload = payload.when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS])))
-    payload = payload.when(F.col("task_lags").isNotNull(), F.to_json(F.struct("task_lags")))
+    payload = (F.when(refused, F.to_json(F.struct(*source)))
+               .when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS])))
+               .when(F.col("task_lags").isNotNull(), F.to_json(F.struct("task_lags"))))
     return keyed.select("group_key", "kind", "member_id", "event_time", "reject_reason", payload.alias("payload"))
 
 

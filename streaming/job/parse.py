@@ -129,7 +129,7 @@ def _membership_rules() -> list[Column]:
 
 
 def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: str,
-                  max_record_bytes: int, carry: tuple[str, ...] = (), only_heartbeats: bool = False) -> DataFrame:
+                  max_record_bytes: int, carry: tuple[str, ...] = ()) -> DataFrame:
     """Turn Kafka source rows into typed event rows with a ``reject_reason`` column (null = valid).
 
     (Not ``reason``: that is a field of membership events, the client's own words.)
@@ -137,17 +137,7 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
     The result has ``kind`` (membership or heartbeat), every membership field (heartbeats use a
     subset) and every heartbeat field (``task_lags``), the source columns and ``raw_value`` (kept
     for refused records), and the columns of ``records`` named in ``carry``, unchanged.
-
-    ``only_heartbeats``: ``records`` come from the heartbeat topic alone (its own Kafka source), so
-    the membership fields and rules are left out of the plan: the same result for every such
-    record, from a plan a fraction of the size, whose code Spark generates faster for each task
-    (what a micro-batch of a few records mostly costs).
     """
-    if only_heartbeats:
-        kinds = F.when(F.col("source_topic") == heartbeat_topic, F.lit(HEARTBEAT))
-    else:
-        kinds = (F.when(F.col("source_topic") == membership_topic, F.lit(MEMBERSHIP))
-                 .when(F.col("source_topic") == heartbeat_topic, F.lit(HEARTBEAT)))
     base = records.select(
         *carry,
         F.col("topic").alias("source_topic"),
@@ -159,7 +149,11 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         F.expr("make_valid_utf8(cast(value AS STRING))").alias("raw_value"),
         F.expr("is_valid_utf8(cast(value AS STRING))").alias("valid_utf8"),
         F.octet_length("value").alias("record_bytes"),
-    ).withColumn("kind", kinds).withColumn(
+    ).withColumn(
+        "kind",
+        F.when(F.col("source_topic") == membership_topic, F.lit(MEMBERSHIP))
+        .when(F.col("source_topic") == heartbeat_topic, F.lit(HEARTBEAT)),
+    ).withColumn(
         # An oversized record is never parsed: that is the point of the limit.
         "v",
         F.when(F.col("record_bytes") <= max_record_bytes, F.expr("try_parse_json(raw_value)")),
@@ -174,8 +168,6 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
 
     def read(f: Field) -> Column:
         if f.name not in heartbeat_names:
-            if only_heartbeats:
-                return F.lit(None).cast(spark_type(f.type))
             return F.when(F.col("kind") == MEMBERSHIP, _typed(f))
         if f.name not in membership_names:
             return F.when(F.col("kind") == HEARTBEAT, _typed(f))
@@ -206,13 +198,12 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
                F.concat(F.lit("record key '"), F.col("record_key"), F.lit("' differs from group_id '"),
                         F.col("group_id"), F.lit("'"))),
     ]
+    membership_reason = F.coalesce(*[p for f in MEMBERSHIP_FIELDS for p in _field_problems(f)],
+                                   *version, *_membership_rules(), *key_rule)
     heartbeat_reason = F.coalesce(*[p for f in HEARTBEAT_FIELDS for p in _field_problems(f)],
                                   *version, *key_rule)
-    if only_heartbeats:
-        reason = F.coalesce(*envelope, heartbeat_reason)
-    else:
-        membership_reason = F.coalesce(*[p for f in MEMBERSHIP_FIELDS for p in _field_problems(f)],
-                                       *version, *_membership_rules(), *key_rule)
-        reason = F.coalesce(*envelope,
-                            F.when(F.col("kind") == MEMBERSHIP, membership_reason).otherwise(heartbeat_reason))
+    reason = F.coalesce(
+        *envelope,
+        F.when(F.col("kind") == MEMBERSHIP, membership_reason).otherwise(heartbeat_reason),
+    )
     return typed.withColumn("reject_reason", reason).drop("v", "record_bytes", "valid_utf8")

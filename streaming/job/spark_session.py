@@ -50,10 +50,6 @@ DEFAULT_CONF: Mapping[str, str] = {
     # Streaming queries cannot use adaptive execution; Spark disables it for them with two warnings
     # at every start. Off from the start, nothing to warn about.
     "spark.sql.adaptive.enabled": "false",
-    # A stage whose generated method passes HotSpot's 8,000-byte limit for JIT compilation runs
-    # interpreted, several times slower; at this limit Spark generates per-operator code for it
-    # instead. The heartbeat source's parse is such a stage (bench/parse.py; docs/benchmarks/job.md).
-    "spark.sql.codegen.hugeMethodLimit": "8000",
 }
 
 
