@@ -42,8 +42,8 @@ SCREENED_GROUP_ID = "screened_group_id"
 SCREENED_MEMBER_ID = "screened_member_id"
 SCREENED_EVENT_TIME = "screened_event_time"
 SCREENED_COLUMNS = (SCREENED_GROUP_ID, SCREENED_MEMBER_ID, SCREENED_EVENT_TIME)
-#: The fields the screen cuts out, by the column it writes them to.
-_EXTRACTED = dict(zip(("group_id", "member_id", "event_time"), SCREENED_COLUMNS))
+#: The fields the screen cuts out, in the order of :data:`SCREENED_COLUMNS`.
+_EXTRACTED = ("group_id", "member_id", "event_time")
 
 #: Kafka source columns the screen reads and passes on (the value set to null when recognised, so
 #: that the parse after it has nothing to parse).
@@ -68,7 +68,7 @@ def _integer(f: Field) -> str:
 def _value_pattern(f: Field) -> str | None:
     """The JSON text a field's value may have in a recognised record (None: the field must be absent)."""
     if f.name == "schema_version":
-        return str(SCHEMA_VERSION)  # older versions are read too, but never written so
+        return str(SCHEMA_VERSION)  # this contract's version; a record of an older one is left to the parse
     if f.type == "string":
         return f'"{_PLAIN_STRING}"'
     if f.type in _MAX_DIGITS:
