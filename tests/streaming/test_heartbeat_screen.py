@@ -66,3 +66,34 @@ def test_a_contract_the_screen_cannot_read_exactly_is_refused_when_the_pattern_i
         return
     with pytest.raises(ValueError, match=message):
         canonical_heartbeat_pattern(base + (field,))
+
+
+def _recognised(values: list[bytes]) -> list[bool]:
+    import pyarrow.compute as pc
+
+    from streaming.job.heartbeat_screen import PATTERN
+
+    return pc.match_substring_regex(pa.array(values, pa.binary()).cast(pa.string()), PATTERN).to_pylist()
+
+
+def test_the_project_s_own_producers_write_the_canonical_shape():
+    # A field added to either producer's heartbeats would silently send them all through the full
+    # parse (a third of the job's speed): this fails first.
+    import json
+
+    from streaming.feeds.collector import CollectorSettings, _Emitter
+    from streaming.feeds.simulator import HEARTBEAT, Simulation, SimulationConfig
+
+    emitter = _Emitter(CollectorSettings(), 1_767_225_600_000)
+    emitter.heartbeat("orders", "consumer-1-7f3a")
+    collected = [json.dumps(e.value, separators=(",", ":")).encode() for e in emitter.heartbeats]
+    sim = Simulation(SimulationConfig(groups=3, members=2, topics=1, partitions=2, seed=1,
+                                      start_time_ms=1_767_225_600_000))
+    simulated = []
+    for batch in sim.batches(500):
+        simulated += [value for kind, _key, value, bad in batch if kind == HEARTBEAT and not bad]
+        if len(simulated) >= 200:
+            break
+    simulated = simulated[:200]
+    assert len(collected) == 1 and len(simulated) == 200
+    assert all(_recognised(collected + simulated))
