@@ -78,16 +78,10 @@ def steps(records):
         "typed": typed,
         "parse_records": parse_records(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576),
         # What the stateful operator's input needs of the parse, without and with the screen.
-        "narrow": narrow_input(keyed(parse_records(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576))),
-        "screened": narrow_input(keyed(parse_screened(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576))),
+        "narrow": narrow_input(parse_records(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576)),
+        "screened": narrow_input(parse_screened(records, MEMBERSHIP_TOPIC, HEARTBEAT_TOPIC, 1_048_576)),
     }
 
-
-def keyed(parsed):
-    """``parsed`` with the job's ``group_key`` (main.build_history)."""
-    from pyspark.sql import functions as F
-
-    return parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit("")))
 
 
 def measure(spark, count: int, repeats: int) -> dict:

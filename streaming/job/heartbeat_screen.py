@@ -187,7 +187,7 @@ def parse_screened(records, membership_topic: str, heartbeat_topic: str, max_rec
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from streaming.job.parse import HEARTBEAT, parse_records
+    from streaming.job.parse import parse_records
 
     source = records.select(*SOURCE_COLUMNS)
     schema = StructType([*source.schema.fields, StructField(SCREENED_GROUP_ID, StringType()),
@@ -195,9 +195,10 @@ def parse_screened(records, membership_topic: str, heartbeat_topic: str, max_rec
     screened = source.mapInArrow(functools.partial(screen_batches, heartbeat_topic=heartbeat_topic,
                                                    max_record_bytes=max_record_bytes), schema)
     parsed = parse_records(screened, membership_topic, heartbeat_topic, max_record_bytes, carry=SCREENED_COLUMNS)
+    # The parse already gives a recognised record its kind (the screen checked the topic) and no
+    # task lags (its value is null); the fields the screen cut out and the reason are set here.
     recognised = F.col(SCREENED_GROUP_ID).isNotNull()
-    overrides = {"kind": F.lit(HEARTBEAT), "group_id": F.col(SCREENED_GROUP_ID),
-                 "member_id": F.col(SCREENED_MEMBER_ID), "event_time": F.col(SCREENED_EVENT_TIME),
-                 "reject_reason": F.lit(None), "task_lags": F.lit(None)}
+    overrides = {"group_id": F.col(SCREENED_GROUP_ID), "member_id": F.col(SCREENED_MEMBER_ID),
+                 "event_time": F.col(SCREENED_EVENT_TIME), "reject_reason": F.lit(None)}
     return parsed.select(*[F.when(recognised, overrides[c]).otherwise(F.col(c)).alias(c) if c in overrides
                            else F.col(c) for c in parsed.columns if c not in SCREENED_COLUMNS])

@@ -65,9 +65,8 @@ def build_history(spark, config: Config):
     from streaming.job.operator_input import CLOCK, compacted_input, narrow_input, uncompacted_input
     from streaming.job.processor import OUTPUT_SCHEMA, GroupProcessor
 
-    # Records that name no group still pass through (to rejected_events) under the "" key.
-    membership, heartbeats = (narrow_input(parsed.withColumn("group_key", F.coalesce(F.col("group_id"), F.lit(""))))
-                              for parsed in parse_sources(spark, config, config.job.screen_heartbeats))
+    membership, heartbeats = (narrow_input(parsed) for parsed in parse_sources(spark, config,
+                                                                              config.job.screen_heartbeats))
     # A member's heartbeats in a batch travel as one row from here on (see compacted_input). The
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).

@@ -31,9 +31,9 @@ INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason"
                  "beat_weights")
 
 
-def narrow_input(keyed):
+def narrow_input(parsed):
     """The operator's input before compaction: :data:`INPUT_COLUMNS` but ``beat_times`` and
-    ``beat_weights``."""
+    ``beat_weights``, from the parse's rows."""
     from pyspark.sql import functions as F
 
     refused = F.col("reject_reason").isNotNull()
@@ -42,7 +42,9 @@ def narrow_input(keyed):
     payload = (F.when(refused, F.to_json(F.struct(*source)))
                .when(F.col("kind") == MEMBERSHIP, F.to_json(F.struct(*[F.col(c) for c in MEMBERSHIP_COLUMNS])))
                .when(F.col("task_lags").isNotNull(), F.to_json(F.struct("task_lags"))))
-    return keyed.select("group_key", "kind", "member_id", "event_time", "reject_reason", payload.alias("payload"))
+    # Records that name no group still pass through (to rejected_events) under the "" key.
+    group_key = F.coalesce(F.col("group_id"), F.lit("")).alias("group_key")
+    return parsed.select(group_key, "kind", "member_id", "event_time", "reject_reason", payload.alias("payload"))
 
 
 def compacted_input(narrow, reduce_within_ms: int | None = None):
