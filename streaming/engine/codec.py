@@ -29,7 +29,10 @@ import sys
 import zlib
 from array import array
 from collections import deque
+from functools import partial
+from typing import Mapping
 
+import numpy as np
 import orjson
 
 from assignors import TopicPartition, TopicSpec
@@ -113,14 +116,21 @@ def pack_assignment(assignment: dict[str, list[TopicPartition]]) -> bytes:
                          + _int32s(numbers), 1)
 
 
-def unpack_assignment(blob: bytes) -> dict[str, list[TopicPartition]]:
+def unpack_assignment(blob: bytes, topics: Mapping[str, TopicSpec] | None = None) -> dict[str, list[TopicPartition]]:
+    """The assignment :func:`pack_assignment` packed. With the group's ``topics``, a partition of a
+    topic it knows is that topic spec's own object (:attr:`TopicSpec.partition_objects`), so a
+    huge group's 500,000 partitions are looked up, not built, and the assignor, which answers with
+    those very objects, does not build them a second time; any other partition (a deleted topic, a
+    partition past the topic's count) is built as it was stored. Equal either way: only identity
+    differs."""
     raw = zlib.decompress(blob)
     (length,) = _LENGTH.unpack_from(raw)
     members, counts, names = _loads(raw[_LENGTH.size:_LENGTH.size + length])
     start, total = _LENGTH.size + length, sum(counts)
-    topics = _from_int32s(raw[start:start + 4 * total])
-    partitions = _from_int32s(raw[start + 4 * total:])
-    flat = list(map(TopicPartition._make, zip(map(names.__getitem__, topics), partitions)))
+    topic_numbers = np.frombuffer(raw, dtype="<i4", count=total, offset=start).astype(np.int64)
+    partitions = np.frombuffer(raw, dtype="<i4", count=total, offset=start + 4 * total).astype(np.int64)
+    pool, ids = _partition_pool(names, topics or {}, topic_numbers, partitions)
+    flat = list(map(pool.__getitem__, ids.tolist()))
     out, at = {}, 0
     for member_id, count in zip(members, counts):
         out[member_id] = flat[at:at + count]
@@ -128,19 +138,33 @@ def unpack_assignment(blob: bytes) -> dict[str, list[TopicPartition]]:
     return out
 
 
+def _partition_pool(names: list[str], topics: Mapping[str, TopicSpec], topic_numbers: np.ndarray,
+                    partitions: np.ndarray) -> tuple[list[TopicPartition], np.ndarray]:
+    """Every packed partition as an index into a pool of partition objects: the known topics'
+    own objects first, then one built object per partition that none of them holds."""
+    pool: list[TopicPartition] = []
+    offsets = np.full(len(names), -1, dtype=np.int64)
+    counts = np.zeros(len(names), dtype=np.int64)
+    for number, name in enumerate(names):
+        spec = topics.get(name)
+        if spec is not None and spec.partitions > 0:
+            offsets[number], counts[number] = len(pool), spec.partitions
+            pool.extend(spec.partition_objects)
+    known = (offsets[topic_numbers] >= 0) & (partitions >= 0) & (partitions < counts[topic_numbers])
+    ids = offsets[topic_numbers] + partitions
+    if not known.all():
+        unknown = np.flatnonzero(~known)
+        ids[unknown] = len(pool) + np.arange(len(unknown))
+        pool.extend(TopicPartition(names[t], p) for t, p in zip(topic_numbers[unknown].tolist(),
+                                                               partitions[unknown].tolist()))
+    return pool, ids
+
+
 def _int32s(values) -> bytes:
     column = array("i", values)
     if sys.byteorder == "big":
         column.byteswap()
     return column.tobytes()
-
-
-def _from_int32s(data: bytes) -> array:
-    column = array("i")
-    column.frombytes(data)
-    if sys.byteorder == "big":
-        column.byteswap()
-    return column
 
 
 def _encode_pending(pending: PendingRebalance | None) -> list | None:
@@ -242,7 +266,7 @@ def encode_state(state: GroupState) -> bytes:
     data["subscriptions"] = [list(topics) for topics in subscriptions]
     kept = packed(state, "assignment")
     if kept is None:
-        kept = Packed(pack_assignment(state.assignment), unpack_assignment)
+        kept = Packed(pack_assignment(state.assignment), partial(unpack_assignment, topics=state.topics))
         # From here on the state holds its assignment packed, equal to what it held: the job keeps
         # a worker's state objects between batches (state_bucket.RecentStates), and a batch that
         # does not read the assignment then stores these bytes again instead of packing it anew.
@@ -258,7 +282,7 @@ def decode_state(blob: bytes) -> GroupState:
         core = blob[start:start + length]
         data = _loads(core if blob.startswith(_MAGIC) else zlib.decompress(core))
         subscriptions = [tuple(topics) for topics in data["subscriptions"]]
-        assignment = Packed(blob[start + length:], unpack_assignment)
+        assignment = blob[start + length:]
     else:  # format 4 or 5: one JSON document, subscriptions and assignment inline
         data = _loads(zlib.decompress(blob))
         subscriptions = None
@@ -266,6 +290,11 @@ def decode_state(blob: bytes) -> GroupState:
     if data.get("v") not in _READABLE_VERSIONS:
         raise ValueError(f"group state format {data.get('v')!r} is not {FORMAT_VERSION}: "
                          f"this job cannot read a checkpoint written by another version")
+    topic_specs = {t[0]: _decode_topic(*t) for t in data["topics"]}
+    if isinstance(assignment, bytes):
+        # The topics as decoded: an event that replaces them before the assignment is read makes
+        # its partitions built rather than looked up, equal all the same.
+        assignment = Packed(assignment, partial(unpack_assignment, topics=topic_specs))
     members = {}
     for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen, expires,
          task_metadata) in data["members"]:
@@ -277,7 +306,7 @@ def decode_state(blob: bytes) -> GroupState:
         group_type=data["group_type"],
         assignor=data["assignor"],
         protocol=data["protocol"],
-        topics={t[0]: _decode_topic(*t) for t in data["topics"]},
+        topics=topic_specs,
         members=members,
         generation=data["generation"],
         assignment=assignment,

@@ -118,7 +118,10 @@ def revocations(members: Mapping[str, Member], held: Mapping[str, list[TopicPart
     """Every partition a member held and no longer holds: to whom it goes, and why."""
     revoked = []
     for mid, tps in held.items():
-        kept = set(new_assignment.get(mid, ()))
+        now = new_assignment.get(mid, ())
+        if now == tps:  # most members of a sticky rebalance: compared without building a set
+            continue
+        kept = set(now)
         revoked.extend((mid, tp) for tp in tps if tp not in kept)
     if not revoked:
         return []

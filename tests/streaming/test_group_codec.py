@@ -115,3 +115,32 @@ def test_packing_keeps_every_member_and_every_list_in_its_order(raw):
     assert list(unpacked) == list(assignment)
     assert unpacked == assignment
     assert all(type(tp) is TP for tps in unpacked.values() for tp in tps)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_assignments, st.dictionaries(st.sampled_from(["a", "b", "ü-topic", "c"]), st.integers(0, 40), max_size=4))
+def test_packing_with_the_groups_topics_gives_the_same_lists(raw, counts):
+    # Whatever the topics now say (a topic deleted, shrunk, or never known), the lists come back
+    # as they were stored; only partitions the topics hold are the specs' own objects.
+    from assignors import TopicSpec
+
+    topics = {name: TopicSpec(name, n) for name, n in counts.items()}
+    assignment = {m: [TP(t, p) for t, p in tps] for m, tps in raw.items()}
+    unpacked = unpack_assignment(pack_assignment(assignment), topics)
+    assert list(unpacked) == list(assignment)
+    assert unpacked == assignment
+    for tps in unpacked.values():
+        for tp in tps:
+            assert type(tp) is TP
+            spec = topics.get(tp.topic)
+            if spec is not None and tp.partition < spec.partitions:
+                assert tp is spec.partition_objects[tp.partition]
+
+
+def test_a_decoded_assignment_shares_its_partitions_with_the_topics_the_assignor_reads():
+    # One object per partition for a huge group, not one for the assignment and one for the
+    # assignor's answer (the assignors answer with TopicSpec.partition_objects).
+    state = decode_state(encode_state(_story_state()))
+    spec = state.topics["t0"]
+    assert [tp is spec.partition_objects[tp.partition] for tps in state.assignment.values() for tp in tps] == \
+        [True, True, True]
