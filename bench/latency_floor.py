@@ -33,6 +33,7 @@ from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, Struc
 
 from streaming.config import Config
 from streaming.job.bucket_keys import state_bucket
+from streaming.job.main import kafka_sources
 from streaming.job.operator_input import CLOCK, compacted_input, uncompacted_input
 from streaming.job.parse import HEARTBEAT, MEMBERSHIP
 
@@ -96,20 +97,25 @@ class ChangeDecider(StatefulProcessor):
         pass
 
 
-def decided_changes(spark, config: Config):
-    """The floor query's rows: the job's sources, operator input shape (a member's heartbeats
-    packed, clock rows for the watermark), watermark and bucket key; the minimal processor."""
-    kafka, job = config.kafka, config.job
+def floor_rows(membership_records, heartbeat_records):
+    """The floor's operator input from the two topics' Kafka records (streaming sources here; a
+    benchmark passes records held in memory): ``from_json`` of five fields, heartbeats packed."""
     membership, heartbeats = (
-        spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
-        .select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
+        records.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
         .where(F.col("group_id").isNotNull())
         .select(F.col("group_id").alias("group_key"),
                 F.when(F.col("type").isNull(), F.lit(HEARTBEAT)).otherwise(F.lit(MEMBERSHIP)).alias("kind"),
                 "member_id", "event_time", F.lit(None).cast("string").alias("reject_reason"),
                 F.when(F.col("type").isNotNull(), F.to_json(F.struct("type", "topics"))).alias("payload"))
-        for topic in (kafka.membership_topic, kafka.heartbeat_topic))
-    rows = uncompacted_input(membership).unionByName(compacted_input(heartbeats))
+        for records in (membership_records, heartbeat_records))
+    return uncompacted_input(membership).unionByName(compacted_input(heartbeats))
+
+
+def decided_changes(spark, config: Config):
+    """The floor query's rows: the job's sources, operator input shape (a member's heartbeats
+    packed, clock rows for the watermark), watermark and bucket key; the minimal processor."""
+    job = config.job
+    rows = floor_rows(*kafka_sources(spark, config))
     # As in the job: only clock rows carry event time, so the watermark trails the newest heartbeat
     # and a membership event (read in full every batch, far ahead) cannot move it.
     return (rows.withColumn("event_ts", F.when(F.col("kind") == CLOCK, F.timestamp_millis("event_time")))

@@ -35,21 +35,22 @@ from streaming.job.parse import parse_records
 log = logging.getLogger("rebalance_monitor.job")
 
 
-def parse_sources(spark, config: Config, screen_heartbeats: bool = False):
-    """The two topics, each read by its own Kafka source and parsed: (membership, heartbeats).
+def kafka_sources(spark, config: Config):
+    """The two topics, each read by its own Kafka source: (membership, heartbeats).
 
     Only the heartbeat source is rate-limited (``kafka.max_offsets_per_trigger``): membership
-    events are few and are read in full every micro-batch (docs/time.md). With
-    ``screen_heartbeats``, the heartbeat source's canonical heartbeats skip the parse
-    (heartbeat_screen.py) and carry only the columns the stateful operator reads.
+    events are few and are read in full every micro-batch (docs/time.md).
     """
     kafka = config.kafka
+    return tuple(spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
+                 for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+
+
+def parse_sources(spark, config: Config):
+    """The two topics read and parsed, every record through the whole parse: (membership, heartbeats)."""
+    kafka = config.kafka
     topics = (kafka.membership_topic, kafka.heartbeat_topic)
-    membership, heartbeats = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
-                              for topic in topics)
-    parse = parse_screened if screen_heartbeats else parse_records
-    return (parse_records(membership, *topics, kafka.max_record_bytes),
-            parse(heartbeats, *topics, kafka.max_record_bytes))
+    return tuple(parse_records(records, *topics, kafka.max_record_bytes) for records in kafka_sources(spark, config))
 
 
 def build_stream(spark, config: Config):
@@ -58,21 +59,36 @@ def build_stream(spark, config: Config):
     return membership.unionByName(heartbeats)
 
 
-def build_history(spark, config: Config):
-    """Parsed records -> per-group stateful processor -> rows for the tables (table, group, payload)."""
-    from pyspark.sql import functions as F
+def operator_rows(membership_records, heartbeat_records, config: Config):
+    """The stateful operator's rows from the two topics' Kafka records (streaming sources in the
+    job; a benchmark passes records held in memory): parsed, narrowed, a member's heartbeats packed.
 
-    from streaming.job.operator_input import CLOCK, compacted_input, narrow_input, uncompacted_input
-    from streaming.job.processor import OUTPUT_SCHEMA, GroupProcessor
+    With ``job.screen_heartbeats``, the heartbeat source's canonical heartbeats skip the parse
+    (heartbeat_screen.py) and carry only the columns the stateful operator reads.
+    """
+    from streaming.job.operator_input import compacted_input, narrow_input, uncompacted_input
 
-    membership, heartbeats = (narrow_input(parsed) for parsed in parse_sources(spark, config,
-                                                                              config.job.screen_heartbeats))
+    kafka = config.kafka
+    topics = (kafka.membership_topic, kafka.heartbeat_topic)
+    parse_heartbeats = parse_screened if config.job.screen_heartbeats else parse_records
+    membership = narrow_input(parse_records(membership_records, *topics, kafka.max_record_bytes))
+    heartbeats = narrow_input(parse_heartbeats(heartbeat_records, *topics, kafka.max_record_bytes))
     # A member's heartbeats in a batch travel as one row from here on (see compacted_input). The
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).
     # Only the heartbeats that can change a decision travel on; the others are counted (weights).
     reduce_within = config.job.min_session_timeout_ms if config.job.reduce_heartbeats else None
-    compacted = uncompacted_input(membership).unionByName(compacted_input(heartbeats, reduce_within))
+    return uncompacted_input(membership).unionByName(compacted_input(heartbeats, reduce_within))
+
+
+def build_history(spark, config: Config):
+    """Parsed records -> per-group stateful processor -> rows for the tables (table, group, payload)."""
+    from pyspark.sql import functions as F
+
+    from streaming.job.operator_input import CLOCK, uncompacted_input
+    from streaming.job.processor import OUTPUT_SCHEMA, GroupProcessor
+
+    compacted = operator_rows(*kafka_sources(spark, config), config)
     if config.offsets_topic.enabled:
         from streaming.job.offsets_source import coordinator_rows, metadata_rows
 
