@@ -235,7 +235,6 @@ def markdown(results: dict) -> str:
             "(`bench/latency_floor.py` `floor_rows`: `from_json` of five fields, the same packing). "
             f"Median of {repeats} writes to `noop` after a warm-up.",
             "",
-            "",
             "The driver's share is measured apart on new executions of the same plans: planning (analysis, "
             "optimization, physical plan) and whole-stage code generation (Spark generates the source anew "
             "for every execution, and a streaming query for every micro-batch; compiling it is cached).",
