@@ -375,10 +375,10 @@ def run_read_only(spark, config: Config, timings: dict[int, dict]):
     into the ``noop`` sink; nothing parsed."""
     from pyspark.sql import functions as F
 
-    kafka = config.kafka
-    membership, heartbeats = (spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
-                              .select(F.col("value").cast("string").alias("value"))
-                              for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+    from streaming.job.main import kafka_sources
+
+    membership, heartbeats = (records.select(F.col("value").cast("string").alias("value"))
+                              for records in kafka_sources(spark, config))
     return _into_noop(membership.unionByName(heartbeats), "read-only", config, timings)
 
 

@@ -167,9 +167,7 @@ def measure_live_batches(spark, repeats: int) -> dict:
     """The job's read side and the floor's on batches of the latency scenario's size."""
     import dataclasses
 
-    sys.path.insert(0, str(REPO / "bench"))
-    from latency_floor import floor_rows
-
+    from bench.latency_floor import floor_rows
     from streaming.config import Config
     from streaming.job.main import operator_rows
 

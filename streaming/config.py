@@ -58,6 +58,12 @@ class KafkaConfig:
                 raise ConfigError(f"kafka.starting_offsets: {self.starting_offsets!r} is not 'earliest', 'latest' "
                                   "or Spark's JSON offsets (e.g. '{\"rebalance.heartbeats\": {\"0\": 42}}')")
 
+    @property
+    def event_topics(self) -> tuple[str, str]:
+        """(membership topic, heartbeat topic): the order the job reads them in, which its
+        checkpoint records (a query's sources are matched by position)."""
+        return self.membership_topic, self.heartbeat_topic
+
     def source_options(self, topic: str) -> dict[str, str]:
         """Options for Spark's Kafka source reading ``topic``, with pass-through settings prefixed ``kafka.``.
 

@@ -282,19 +282,21 @@ def decode_state(blob: bytes) -> GroupState:
         core = blob[start:start + length]
         data = _loads(core if blob.startswith(_MAGIC) else zlib.decompress(core))
         subscriptions = [tuple(topics) for topics in data["subscriptions"]]
-        assignment = blob[start + length:]
+        packed_section = blob[start + length:]
     else:  # format 4 or 5: one JSON document, subscriptions and assignment inline
         data = _loads(zlib.decompress(blob))
         subscriptions = None
-        assignment = _decode_assignment(data.get("assignment", {}))
+        packed_section = None
     if data.get("v") not in _READABLE_VERSIONS:
         raise ValueError(f"group state format {data.get('v')!r} is not {FORMAT_VERSION}: "
                          f"this job cannot read a checkpoint written by another version")
     topic_specs = {t[0]: _decode_topic(*t) for t in data["topics"]}
-    if isinstance(assignment, bytes):
+    if packed_section is None:
+        assignment = _decode_assignment(data.get("assignment", {}))
+    else:
         # The topics as decoded: an event that replaces them before the assignment is read makes
         # its partitions built rather than looked up, equal all the same.
-        assignment = Packed(assignment, partial(unpack_assignment, topics=topic_specs))
+        assignment = Packed(packed_section, partial(unpack_assignment, topics=topic_specs))
     members = {}
     for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen, expires,
          task_metadata) in data["members"]:

@@ -43,14 +43,14 @@ def kafka_sources(spark, config: Config):
     """
     kafka = config.kafka
     return tuple(spark.readStream.format("kafka").options(**kafka.source_options(topic)).load()
-                 for topic in (kafka.membership_topic, kafka.heartbeat_topic))
+                 for topic in kafka.event_topics)
 
 
 def parse_sources(spark, config: Config):
     """The two topics read and parsed, every record through the whole parse: (membership, heartbeats)."""
     kafka = config.kafka
-    topics = (kafka.membership_topic, kafka.heartbeat_topic)
-    return tuple(parse_records(records, *topics, kafka.max_record_bytes) for records in kafka_sources(spark, config))
+    return tuple(parse_records(records, *kafka.event_topics, kafka.max_record_bytes)
+                 for records in kafka_sources(spark, config))
 
 
 def build_stream(spark, config: Config):
@@ -69,7 +69,7 @@ def operator_rows(membership_records, heartbeat_records, config: Config):
     from streaming.job.operator_input import compacted_input, narrow_input, uncompacted_input
 
     kafka = config.kafka
-    topics = (kafka.membership_topic, kafka.heartbeat_topic)
+    topics = kafka.event_topics
     parse_heartbeats = parse_screened if config.job.screen_heartbeats else parse_records
     membership = narrow_input(parse_records(membership_records, *topics, kafka.max_record_bytes))
     heartbeats = narrow_input(parse_heartbeats(heartbeat_records, *topics, kafka.max_record_bytes))

@@ -46,7 +46,7 @@ def ensure_input_topics(spark, kafka: KafkaConfig) -> None:
                 f"no Kafka broker answered at {kafka.bootstrap_servers} within {kafka.connect_timeout_s:g} s "
                 f"({_java_cause(exc)}): check kafka.bootstrap_servers (--bootstrap-servers) and the security "
                 f"settings in [kafka.options]") from None
-        wanted = [kafka.membership_topic, kafka.heartbeat_topic]
+        wanted = list(kafka.event_topics)
         missing = [t for t in wanted if t not in names]
         if not missing:
             return
