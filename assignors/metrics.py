@@ -12,7 +12,8 @@ Definitions (a "partition" is a (topic, partition) pair):
 * ``imbalance``: ``max - min``. ``balance_score``: Kafka's test score, the sum over unordered
   member pairs of ``|size_i - size_j|`` (0 = perfectly even).
 * previous owners: by default each member's ``owned_partitions`` (a partition claimed by several
-  members counts for the first of them in spec order); pass ``previous_owners`` instead when the
+  members counts for the first of them in spec order); pass ``previous`` instead (per member,
+  members that have left included, what it held; again the first holder listed counts) when the
   members report nothing, as under the eager protocol, where they revoke everything before
   rejoining.
 * ``moved``: partitions that had a previous owner and are now assigned to a different member
@@ -83,7 +84,7 @@ def balance_score(sizes: Sequence[int] | np.ndarray) -> int:
 def balance_metrics(
     spec: GroupSpec,
     assignment: AssignmentLike,
-    previous_owners: Mapping[TopicPartition, str] | None = None,
+    previous: Mapping[str, Sequence[TopicPartition]] | None = None,
 ) -> BalanceMetrics:
     """Balance, movement and stickiness of ``assignment`` relative to the previous owners."""
     by_member = _as_mapping(assignment)
@@ -95,28 +96,25 @@ def balance_metrics(
     # Current owner per partition id; -1 = nobody, -2 = someone outside the spec.
     current = index.owners([member_index.get(member_id, -2) for member_id in by_member], list(by_member.values()),
                            first_wins=False)
-    if previous_owners is None:
-        previous = index.owners(range(len(spec.members)), [m.owned_partitions for m in spec.members],
-                                first_wins=True)
+    if previous is None:
+        previous_owner = index.owners(range(len(spec.members)), [m.owned_partitions for m in spec.members],
+                                      first_wins=True)
     else:
-        # An owner that has left the group still counts as the one a partition moved away from.
-        previous = np.full(index.total, -1, dtype=np.int64)
-        ids, exists = index.encode_checked(list(previous_owners))
-        owner_index = np.fromiter((member_index.get(o, -2) for o in previous_owners.values()), dtype=np.int64,
-                                  count=len(previous_owners))
-        previous[ids] = owner_index[exists]
+        # An owner that has left the group (-2) still counts as the one a partition moved away from.
+        previous_owner = index.owners([member_index.get(member_id, -2) for member_id in previous],
+                                      list(previous.values()), first_wins=True)
 
-    had_owner = previous != -1
+    had_owner = previous_owner != -1
     assigned = current != -1
-    moved = int(np.count_nonzero(had_owner & (current != -1) & (current != previous)))
+    moved = int(np.count_nonzero(had_owner & (current != -1) & (current != previous_owner)))
 
     # Retainable: the previous owner is in the group and subscribes to the partition's topic.
     subscription_of, subscribes = index.subscriptions(spec)
-    in_group = previous >= 0
+    in_group = previous_owner >= 0
     retainable_mask = np.zeros(index.total, dtype=bool)
-    retainable_mask[in_group] = subscribes[subscription_of[previous[in_group]], index.topic_of[in_group]]
+    retainable_mask[in_group] = subscribes[subscription_of[previous_owner[in_group]], index.topic_of[in_group]]
     retainable = int(np.count_nonzero(retainable_mask))
-    retained = int(np.count_nonzero(retainable_mask & (current == previous)))
+    retained = int(np.count_nonzero(retainable_mask & (current == previous_owner)))
 
     subscribed_topic = subscribes.any(axis=0)
     unassigned = int(np.count_nonzero(subscribed_topic[index.topic_of] & ~assigned))

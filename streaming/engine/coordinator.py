@@ -121,10 +121,11 @@ def _record(batch: Batch, g: CoordinatorGeneration, catalog: TopicCatalog) -> No
         return
     held = s.assignment
     new_assignment = {m.member_id: list(m.assignment or ()) for m in g.members}
-    previous_owner = {tp: mid for mid, tps in held.items() for tp in tps}
     spec = GroupSpec(members=tuple(MemberSpec(mid, m.topics) for mid, m in members.items()), topics=topics,
                      group_id=s.group_id)
-    metrics = balance_metrics(spec, new_assignment, previous_owners=previous_owner)
+    # Reversed: where the recorded generation before gave a partition to two members, the later one
+    # is its previous owner (balance_metrics counts the first holder listed).
+    metrics = balance_metrics(spec, new_assignment, previous=dict(reversed(held.items())))
     phase = _phase(s.coordinator_phase, g.protocol, metrics.unassigned, bool(members))
     s.members = members
     record_generation(batch, at, PendingRebalance(at, at, trigger, trigger_member), Generation(

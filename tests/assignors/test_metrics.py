@@ -47,13 +47,21 @@ def test_stickiness_is_one_when_nothing_was_owned_before():
     assert (m.moved, m.retainable, m.retained, m.stickiness) == (0, 0, 0, 1.0)
 
 
-def test_explicit_previous_owners_count_moves_away_from_members_that_left():
+def test_explicit_previous_holdings_count_moves_away_from_members_that_left():
     spec = group(member("A", ["t"]), member("B", ["t"]), topics={"t": 4})
-    previous = {TopicPartition("t", 0): "A", TopicPartition("t", 1): "gone", TopicPartition("t", 2): "B"}
-    m = balance_metrics(spec, {"A": tps("t", 0, 1), "B": tps("t", 3)}, previous_owners=previous)
+    previous = {"A": tps("t", 0), "gone": tps("t", 1), "B": tps("t", 2)}
+    m = balance_metrics(spec, {"A": tps("t", 0, 1), "B": tps("t", 3)}, previous=previous)
     # t-1 moved away from a departed member; t-2 was withheld from B; only A and B could retain.
     assert (m.moved, m.retainable, m.retained, m.unassigned) == (1, 2, 1, 1)
     assert m.stickiness == 0.5
+
+
+def test_a_partition_two_members_held_counts_for_the_first_listed():
+    spec = group(member("A", ["t"]), member("B", ["t"]), topics={"t": 2})
+    answer = {"A": tps("t", 1), "B": tps("t", 0)}
+    # B keeps t-0 in the answer, but A is listed first as its holder: t-0 moved from A to B.
+    assert balance_metrics(spec, answer, previous={"A": tps("t", 0), "B": tps("t", 0, 1)}).moved == 2
+    assert balance_metrics(spec, answer, previous={"B": tps("t", 0, 1), "A": tps("t", 0)}).moved == 1
 
 
 def test_stickiness_ignores_owned_partitions_of_topics_the_owner_dropped():
@@ -101,7 +109,7 @@ def test_metrics_and_validation_of_a_half_million_partition_group():
     first = assign_uniform(group(*(member(f"c{i:05d}", topics) for i in range(10_000)), topics=counts)).assignment
     spec = group(*(member(f"c{i:05d}", topics, first[f"c{i:05d}"]) for i in range(1, 10_000)), member("new", topics), topics=counts)
     answer = assign_uniform(spec)
-    m = balance_metrics(spec, answer, previous_owners={tp: m for m, parts in first.items() for tp in parts})
+    m = balance_metrics(spec, answer, previous=first)
     problems = validate(spec, answer)
     assert problems == []
     assert (m.members, m.partitions, m.imbalance, m.moved, m.stickiness) == (10_000, 500_000, 0, 50, 1.0)

@@ -244,3 +244,30 @@ def test_a_kip848_static_replacement_takes_its_own_place_in_the_coordinators_mem
     assert [r["event"] for r in rows(outputs, "member_events") if r["member_id"] == b2] == ["static_rejoin"]
     gens = generations(outputs)
     assert gens[max(gens)] == case.expected, case
+
+
+def _balance(outputs, *columns):
+    return [tuple(m[c] for c in columns) for m in rows(outputs, "balance_metrics")]
+
+
+def test_a_joiner_claiming_partitions_another_member_holds_revokes_them_as_duplicates():
+    claim = join(5_000, "b")
+    claim["owned_partitions"] = [{"topic": "t0", "partition": p} for p in (3, 4, 5)]
+    events = [workload(0), join(1_000, "a")] + heartbeats(["a"], 1_500, 5_000)
+    events += [claim] + heartbeats(["a", "b"], 5_500, 12_000)
+    outputs, _ = run_batches([sorted(events, key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])])
+    assert generations(outputs)[2] == {"a": [0, 1, 2], "b": [3, 4, 5]}
+    assert [(r["member_id"], r["partition"], r["to_member"], r["reason"]) for r in rows(outputs, "revocations")] == [
+        ("a", 3, "b", "duplicate"), ("a", 4, "b", "duplicate"), ("a", 5, "b", "duplicate")]
+    # a held all six first, so b's claim does not make it their previous owner: three moved.
+    assert _balance(outputs, "generation", "moved", "stickiness") == [(1, 0, 1.0), (2, 3, 0.5)]
+
+
+def test_a_cooperative_revocation_round_counts_the_withheld_partitions_as_moved():
+    events = [workload(0), join(1_000, "a", "cooperative-sticky", "cooperative")] + heartbeats(["a"], 1_500, 5_000)
+    events += [join(5_000, "b", "cooperative-sticky", "cooperative")] + heartbeats(["a", "b"], 5_500, 12_000)
+    outputs, _ = run_batches([sorted(events, key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])])
+    assert [(r["partition"], r["to_member"], r["reason"]) for r in rows(outputs, "revocations")] == [
+        (3, "b", "moved"), (4, "b", "moved"), (5, "b", "moved")]
+    assert _balance(outputs, "generation", "phase", "moved", "unassigned") == [
+        (1, "complete", 0, 0), (2, "revocation", 3, 3), (3, "followup", 0, 0)]
