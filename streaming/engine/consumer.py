@@ -45,7 +45,8 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
     if pending is not None and pending.owned_snapshot is not None and s.generation > 0:
         held = pending.owned_snapshot
     members = []
-    claims: dict[str, tuple[TopicPartition, ...]] = {}  # a member the monitor has not assigned yet: what it says it owns
+    # What each member the monitor has not assigned yet says it owns.
+    claims: dict[str, tuple[TopicPartition, ...]] = {}
     for m in _in_assignor_order(s, assignor, pending):
         known = m.member_id in held
         owned = tuple(held[m.member_id]) if known else m.reported_owned
