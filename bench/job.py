@@ -465,11 +465,16 @@ def scenario_throughput(spark, bootstrap: str, work: Path, quick: bool, records:
     result["read_only"] = _run_to_end(
         lambda t: run_read_only(spark, _elsewhere(config, work, "read-only"), t), "read only")
     print(f"[throughput] Kafka read only: {result['read_only']['sustained']}", flush=True)
-    from bench.latency_floor import start_floor_query
+    from bench.latency_floor import start_floor_query, start_jvm_floor_query
 
     result["floor"] = _run_to_end(
         lambda t: start_floor_query(spark, _elsewhere(config, work, "floor"), t, available_now=True), "the floor query")
     print(f"[throughput] floor query: {result['floor']['sustained']}", flush=True)
+    # And without Python: the same reading, Spark's own stateful aggregation (what it would take).
+    result["jvm_floor"] = _run_to_end(
+        lambda t: start_jvm_floor_query(spark, _elsewhere(config, work, "jvm-floor"), t, available_now=True),
+        "the JVM floor query")
+    print(f"[throughput] JVM floor query: {result['jvm_floor']['sustained']}", flush=True)
     result["reduction"] = compare_histories(config.output, full_config.output)
     print(f"[throughput] reduction: {result['reduction']}", flush=True)
 
@@ -943,13 +948,17 @@ def scenario_latency(spark, bootstrap: str, work: Path, quick: bool, jvm_started
     # scenario runs first in its JVM: run it with --scenario latency.)
     # Last, the floor query (bench/latency_floor.py) with the same traffic and probes: the latency
     # of the same decision with no engine, no validation and one table, i.e. of the architecture.
-    from bench.latency_floor import start_floor_query
+    # Then the JVM floor (no Python worker at all): what the same traffic costs the operator's
+    # machinery in the JVM.
+    from bench.latency_floor import start_floor_query, start_jvm_floor_query
 
     jvm_wait = 0 if quick else JVM_WARM_S
     for name, groups, wait_s, start in (("cold_jvm_10k_per_s", 200 if quick else 1_000, 0, _start_job),
                                         ("low_latency_10k_per_s", 200 if quick else 1_000, jvm_wait, _start_job),
                                         ("low_latency_1k_per_s", 50 if quick else 100, jvm_wait, _start_job),
-                                        ("floor_10k_per_s", 200 if quick else 1_000, jvm_wait, start_floor_query)):
+                                        ("floor_10k_per_s", 200 if quick else 1_000, jvm_wait, start_floor_query),
+                                        ("jvm_floor_10k_per_s", 200 if quick else 1_000, jvm_wait,
+                                         start_jvm_floor_query)):
         print(f"[latency] {name} ...", flush=True)
         runs[name] = latency_run(spark, bootstrap, work, name.replace("_", "-"), groups, samples,
                                  60 if quick else 180, probe_not_before=jvm_started + wait_s, start=start,
@@ -1275,14 +1284,17 @@ def markdown(results: dict) -> str:
             "record's value as a string into `noop`: the ceiling of any Spark job over these topics), and last "
             "the floor query of `bench/latency_floor.py` (five fields read with `from_json`, a member's "
             "heartbeats packed as the job packs them, a minimal `transformWithStateInPandas` processor keyed by "
-            "the job's state buckets, its few rows appended to Delta: the least a stateful Python job does).",
+            "the job's state buckets, its few rows appended to Delta: the least a stateful Python job does), "
+            "then the JVM floor (the same reading, then Spark's own stateful aggregation of each group's clock "
+            "and newest join, no Python worker: what the operator's machinery costs in the JVM).",
             "",
             "| run | batches | rows | wall s | events/s | events/s without batch 0 | wall incl. query start s |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         names = {"job": "job", "baseline": "baseline", "job_unreduced": "job, reduction and screen off",
                  "read_and_parse": "read and parse only (noop sink)",
-                 "read_only": "Kafka source only (noop sink)", "floor": "floor query (latency_floor.py)"}
+                 "read_only": "Kafka source only (noop sink)", "floor": "floor query (latency_floor.py)",
+                 "jvm_floor": "JVM floor query (latency_floor.py, no Python)"}
         for name in [n for n in names if n in tp]:
             r = tp[name]
             lines.append(f"| {names[name]} | {r['sustained']['batches']} | {_fmt(r['sustained'].get('rows'))} | "
@@ -1359,7 +1371,11 @@ def markdown(results: dict) -> str:
             "`floor_10k_per_s` is not the job: it is the floor query of `bench/latency_floor.py` under the same "
             "traffic and probes (the same Kafka sources, packing of heartbeats, watermark, state buckets and "
             "event-time decision, with `transformWithStateInPandas` and one Delta append per batch, but no "
-            "validation, engine or other table): the latency of the architecture itself on this machine.",
+            "validation, engine or other table): the latency of the architecture itself on this machine. "
+            "`jvm_floor_10k_per_s` is the JVM floor of the same module under the same traffic and probes: "
+            "`from_json` of the same fields, Spark's own stateful aggregation of each group's clock and newest "
+            "join (no Python worker, no packing, no watermark), the joins the clock has passed by the same wait "
+            "appended to Delta with delta-rs: the latency of a stateful operator that runs in the JVM.",
             "",
             "| setting | trigger | coalesce ms | lateness ms | background events/s | warm-up s | JVM wait s | samples | missing | "
             "p50 s | p90 s | p99 s | max s | batch s p50 / max | compute s p50 | sink s p50 | load start -> end |",

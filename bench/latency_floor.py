@@ -16,6 +16,13 @@ No validation, no engine, no assignor, no other table: what it takes is Spark's,
 the packing's own, a floor under the job's. ``bench/job.py`` runs it beside the job: under the
 latency scenario's traffic and probes (``floor_10k_per_s``), on the huge group's two rounds
 (``--scenario big-group``) and on the 3 million records (``--scenario throughput``).
+
+Beside it, the **JVM floor** (:func:`jvm_decided_changes`): the same sources and ``from_json``, then
+no Python at all: Spark's own stateful aggregation keeps each group's clock (newest event time) and
+newest join, and the batch's sink writes the groups whose newest join the clock has passed by the
+same wait. It keeps less than a job must (only the newest join), so it is no job; it is what the
+operator's own machinery costs when it runs in the JVM, the measurement behind "what it would take"
+(issue 20): a stateful operator without the Python worker.
 """
 
 from __future__ import annotations
@@ -126,9 +133,42 @@ def decided_changes(spark, config: Config):
                                         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime"))
 
 
+def jvm_decided_changes(spark, config: Config):
+    """The JVM floor's stateful part: per group, its clock and its newest join (member and time),
+    kept by Spark's own aggregation (update mode: each batch, the groups it changed)."""
+    events = [records.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
+              .where(F.col("group_id").isNotNull()) for records in kafka_sources(spark, config)]
+    joined = F.col("type") == "join"
+    return (events[0].unionByName(events[1]).groupBy("group_id")
+            .agg(F.max("event_time").alias("clock"),
+                 F.max_by(F.when(joined, F.col("member_id")), F.when(joined, F.col("event_time"))).alias("joiner"),
+                 F.max(F.when(joined, F.col("event_time"))).alias("joined_at")))
+
+
 def start_floor_query(spark, config: Config, timings: dict[int, dict], available_now: bool = False):
     """Start the floor query; ``timings[batch_id]`` gets its compute and sink times, as the job's.
     ``available_now``: read what the topics hold and stop (the throughput scenario)."""
+    return _start(decided_changes(spark, config).writeStream.queryName("floor"), config, timings, available_now)
+
+
+def start_jvm_floor_query(spark, config: Config, timings: dict[int, dict], available_now: bool = False):
+    """Start the JVM floor (:func:`jvm_decided_changes`); its sink writes, for each group the batch
+    changed whose clock is the job's wait past its newest join, a row naming that join."""
+    from pyspark.sql import functions as F
+
+    wait_ms = config.job.coalesce_ms + config.job.allowed_lateness_ms
+
+    def decided(batch):
+        return (batch.where(F.col("joined_at") + wait_ms <= F.col("clock"))
+                .select("group_id", F.col("joiner").alias("trigger_member"), F.lit(1).cast("long").alias("generation")))
+
+    writer = jvm_decided_changes(spark, config).writeStream.queryName("jvm-floor").outputMode("update")
+    return _start(writer, config, timings, available_now, decided)
+
+
+def _start(writer, config: Config, timings: dict[int, dict], available_now: bool, select=None):
+    """``writer`` started with the floors' sink: each batch's rows (``select`` of them) appended to
+    Delta with delta-rs, its compute and sink times in ``timings[batch_id]``."""
     import time
 
     from deltalake import write_deltalake
@@ -137,14 +177,13 @@ def start_floor_query(spark, config: Config, timings: dict[int, dict], available
 
     def sink(batch, batch_id):
         t0 = time.perf_counter()
-        rows = batch.toArrow()
+        rows = (select(batch) if select is not None else batch).toArrow()
         t1 = time.perf_counter()
         if rows.num_rows:
             write_deltalake(path, rows, mode="append")
         timings[batch_id] = {"compute_ms": round((t1 - t0) * 1000),
                              "sink_ms": round((time.perf_counter() - t1) * 1000), "output_rows": rows.num_rows}
 
-    writer = (decided_changes(spark, config).writeStream.queryName("floor").foreachBatch(sink)
-              .option("checkpointLocation", config.output.checkpoint_path))
+    writer = writer.foreachBatch(sink).option("checkpointLocation", config.output.checkpoint_path)
     trigger = {"availableNow": True} if available_now else {"processingTime": config.job.trigger_interval}
     return writer.trigger(**trigger).start()
