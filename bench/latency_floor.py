@@ -154,8 +154,6 @@ def start_floor_query(spark, config: Config, timings: dict[int, dict], available
 def start_jvm_floor_query(spark, config: Config, timings: dict[int, dict], available_now: bool = False):
     """Start the JVM floor (:func:`jvm_decided_changes`); its sink writes, for each group the batch
     changed whose clock is the job's wait past its newest join, a row naming that join."""
-    from pyspark.sql import functions as F
-
     wait_ms = config.job.coalesce_ms + config.job.allowed_lateness_ms
 
     def decided(batch):
