@@ -946,9 +946,9 @@ def scenario_latency(spark, bootstrap: str, work: Path, quick: bool, jvm_started
     # sustains, to see the pipeline's own floor. All with the low-latency setting: the defaults add
     # 3 s of event-time waiting before any batch work starts. (The cold run only is cold when the
     # scenario runs first in its JVM: run it with --scenario latency.)
-    # Last, the floor query (bench/latency_floor.py) with the same traffic and probes: the latency
+    # Then the floor query (bench/latency_floor.py) with the same traffic and probes: the latency
     # of the same decision with no engine, no validation and one table, i.e. of the architecture.
-    # Then the JVM floor (no Python worker at all): what the same traffic costs the operator's
+    # Last, the JVM floor (no Python worker at all): what the same traffic costs the operator's
     # machinery in the JVM.
     from bench.latency_floor import start_floor_query, start_jvm_floor_query
 

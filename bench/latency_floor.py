@@ -104,12 +104,18 @@ class ChangeDecider(StatefulProcessor):
         pass
 
 
+def _events(records):
+    """Kafka records as the floors read them: ``from_json`` of :data:`EVENT_SCHEMA`, records that
+    name a group."""
+    return (records.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
+            .where(F.col("group_id").isNotNull()))
+
+
 def floor_rows(membership_records, heartbeat_records):
     """The floor's operator input from the two topics' Kafka records (streaming sources here; a
     benchmark passes records held in memory): ``from_json`` of five fields, heartbeats packed."""
     membership, heartbeats = (
-        records.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
-        .where(F.col("group_id").isNotNull())
+        _events(records)
         .select(F.col("group_id").alias("group_key"),
                 F.when(F.col("type").isNull(), F.lit(HEARTBEAT)).otherwise(F.lit(MEMBERSHIP)).alias("kind"),
                 "member_id", "event_time", F.lit(None).cast("string").alias("reject_reason"),
@@ -136,10 +142,9 @@ def decided_changes(spark, config: Config):
 def jvm_decided_changes(spark, config: Config):
     """The JVM floor's stateful part: per group, its clock and its newest join (member and time),
     kept by Spark's own aggregation (update mode: each batch, the groups it changed)."""
-    events = [records.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
-              .where(F.col("group_id").isNotNull()) for records in kafka_sources(spark, config)]
+    membership, heartbeats = (_events(records) for records in kafka_sources(spark, config))
     joined = F.col("type") == "join"
-    return (events[0].unionByName(events[1]).groupBy("group_id")
+    return (membership.unionByName(heartbeats).groupBy("group_id")
             .agg(F.max("event_time").alias("clock"),
                  F.max_by(F.when(joined, F.col("member_id")), F.when(joined, F.col("event_time"))).alias("joiner"),
                  F.max(F.when(joined, F.col("event_time"))).alias("joined_at")))
