@@ -64,6 +64,19 @@ def test_a_partition_two_members_held_counts_for_the_first_listed():
     assert balance_metrics(spec, answer, previous={"B": tps("t", 0, 1), "A": tps("t", 0)}).moved == 1
 
 
+def test_holdings_equal_to_the_answer_keep_their_place_in_the_first_holder_order():
+    # Holdings equal to a member's answer reuse the answer's encoding: the order still decides.
+    spec = group(member("A", ["t"]), member("B", ["t"]), topics={"t": 2})
+    answer = {"A": tps("t", 0, 9), "B": tps("t", 1)}  # t-9 does not exist: counted nowhere
+    kept_first = balance_metrics(spec, answer, previous={"B": tps("t", 1), "A": tps("t", 0, 1)})
+    assert (kept_first.moved, kept_first.retainable, kept_first.retained) == (0, 2, 2)
+    taken_first = balance_metrics(spec, answer, previous={"A": tps("t", 0, 1), "B": tps("t", 1)})
+    assert (taken_first.moved, taken_first.retainable, taken_first.retained) == (1, 2, 1)
+    held = {"A": list(answer["A"]), "B": list(answer["B"])}
+    assert balance_metrics(spec, answer, previous=held) == balance_metrics(spec, answer, previous={
+        member_id: tuple(partitions) for member_id, partitions in held.items()})
+
+
 def test_stickiness_ignores_owned_partitions_of_topics_the_owner_dropped():
     spec = group(member("A", ["u"], tps("t", 0) + tps("u", 0)), member("B", ["t", "u"]), topics={"t": 1, "u": 1})
     m = balance_metrics(spec, {"A": tps("u", 0), "B": tps("t", 0)})
