@@ -1057,13 +1057,14 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
                          "assignor_ms", "phase", "moved", "unassigned", "event_time"])
     with RssSampler(exclude_pids) as rss:
         job_start = time.time()
-        query = start_query(spark, config, available_now=False)
+        timings: dict[int, dict] = {}  # per batch: computing it, then its Delta writes
+        query = start_query(spark, config, available_now=False, write=timed_sink(timings))
         hit = _wait_rows(metrics, lambda r: r["group_id"] == group and r["members"] == members, query,
                          BIG_ROUND1_TIMEOUT_S)
         if hit is None:
             query.stop()
             result["round1"] = {"not_reached_within_s": BIG_ROUND1_TIMEOUT_S,
-                                "batches": batch_table(progress_rows(query), {})}
+                                "batches": batch_table(progress_rows(query), timings)}
             result["rss"] = rss.result()
             result["load_end"] = loadavg()
             return result
@@ -1075,7 +1076,7 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
             "from_job_start_s": round(seen - job_start, 1), "from_first_batch_s": round(seen - first_batch, 1),
             "generation": row["generation"], "trigger": row["trigger"], "phase": row["phase"],
             "assignor_ms": round(row["assignor_ms"], 1), "partitions_assigned": row["partitions"],
-            "batches": batch_table(progress, {})}
+            "batches": batch_table(progress, timings)}
         # Give the batch that committed it time to finish its other tables before counting.
         time.sleep(3)
         result["round1"]["assignment_rows"] = _count_rows(config.output.table_path("assignments"), group,
@@ -1091,7 +1092,7 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
             lambda r: r["group_id"] == group and r["generation"] > gen1 and r["trigger"] == "leave", done)
         if hit is None:
             query.stop()
-            result["round2"] = {"not_reached_within_s": BIG_ROUND2_TIMEOUT_S, "batches": batch_table(progress, {})}
+            result["round2"] = {"not_reached_within_s": BIG_ROUND2_TIMEOUT_S, "batches": batch_table(progress, timings)}
             result["rss"] = rss.result()
             result["load_end"] = loadavg()
             return result
@@ -1100,7 +1101,7 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
             "from_leave_produced_s": round(seen - sent, 1), "produce_s": round(produced - sent, 1),
             "generation": row["generation"], "trigger": row["trigger"], "phase": row["phase"],
             "members": row["members"], "assignor_ms": round(row["assignor_ms"], 1), "moved": row["moved"],
-            "unassigned": row["unassigned"], "batches": batch_table(progress, {})}
+            "unassigned": row["unassigned"], "batches": batch_table(progress, timings)}
         time.sleep(3)
         result["round2"]["assignment_rows"] = _count_rows(config.output.table_path("assignments"), group,
                                                           row["generation"])
@@ -1110,7 +1111,7 @@ def scenario_big_group(spark, bootstrap: str, work: Path, quick: bool, exclude_p
         # being cold). Its times come after round 2's, so nothing of it is behind the watermark.
         result["round3"] = _big_group_while_running(
             query, metrics, config, producer, arrival(t0 + 30_000, f"{group}-2"),
-            heartbeats(t0 + 30_600, member_ids, f"{group}-2"), f"{group}-2", members, done)
+            heartbeats(t0 + 30_600, member_ids, f"{group}-2"), f"{group}-2", members, done, timings)
         query.stop()
     result["rss"] = rss.result()
     # The floor under both rounds (bench/latency_floor.py): the same records again, on topics of
@@ -1140,13 +1141,13 @@ def _produce_and_wait(query, metrics: "DeltaTail", config: Config, producer, mem
 
 
 def _big_group_while_running(query, metrics: "DeltaTail", config: Config, producer, membership: list,
-                             beats: list, group: str, members: int, done: set[int]) -> dict:
+                             beats: list, group: str, members: int, done: set[int], timings: dict[int, dict]) -> dict:
     """A huge group's first generation while the job runs: seconds from the first batch that read
     any of its records, and from the end of its produce, until its ``balance_metrics`` row is in Delta."""
     started, produced, hit, progress = _produce_and_wait(
         query, metrics, config, producer, membership, beats,
         lambda r: r["group_id"] == group and r["members"] == members, done)
-    result: dict[str, Any] = {"produce_s": round(produced - started, 1), "batches": batch_table(progress, {})}
+    result: dict[str, Any] = {"produce_s": round(produced - started, 1), "batches": batch_table(progress, timings)}
     if hit is None:
         return {**result, "not_reached_within_s": BIG_ROUND2_TIMEOUT_S}
     seen, row = hit
@@ -1428,16 +1429,20 @@ def markdown(results: dict) -> str:
             f"{big['rss']['peak_python_workers_rss_mib']:,} MiB (sum), together {big['rss']['peak_total_rss_mib']:,} MiB. "
             f"Checkpoint state on disk: {big.get('checkpoint_state_mib', '-')} MiB. Load: {big['load_start']} -> {big['load_end']}.",
             "",
-            "Batches, rounds 1 to 3:",
+            "Batches, rounds 1 to 3 (compute: the batch materialised up to the processor's output, on the "
+            "driver as Arrow; sink: its Delta appends; both inside addBatch):",
             "",
-            "| round | batch | rows | trigger ms | addBatch ms | state update ms | state commit ms | state MiB |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| round | batch | rows | trigger ms | addBatch ms | planning ms | state update ms | state commit ms | "
+            "compute ms | sink ms | state MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for rnd, rr in (("1", r1), ("2", r2), ("3", r3)):
             for b in rr["batches"]:
                 lines.append(f"| {rnd} | {b['batch']} | {_fmt(b['rows'])} | {_fmt(b['trigger_ms'])} | "
-                             f"{_fmt(b['add_batch_ms'])} | {_fmt(b.get('state_update_ms'))} | "
-                             f"{_fmt(b.get('state_commit_ms'))} | {_fmt(b.get('state_memory_mib'))} |")
+                             f"{_fmt(b['add_batch_ms'])} | {_fmt(b.get('planning_ms'))} | "
+                             f"{_fmt(b.get('state_update_ms'))} | {_fmt(b.get('state_commit_ms'))} | "
+                             f"{_fmt(b.get('compute_ms'))} | {_fmt(b.get('sink_ms'))} | "
+                             f"{_fmt(b.get('state_memory_mib'))} |")
         floor = big.get("floor")
         if floor:
             f1, f2 = floor["round1"], floor.get("round2") or {"not_reached_within_s": "not run", "batches": []}
