@@ -95,19 +95,18 @@ def balance_metrics(
 
     sizes = np.array([len(by_member.get(member_id, ())) for member_id in member_ids], dtype=np.int64)
     # Current owner per partition id; -1 = nobody, -2 = someone outside the spec.
-    current_lists = list(by_member.values())
-    current_ids = index.encode_lists(current_lists)
-    current = index.owners([member_index.get(member_id, -2) for member_id in by_member], current_lists, current_ids,
+    current_ids = index.encode_lists(list(by_member.values()))
+    current = index.owners([member_index.get(member_id, -2) for member_id in by_member], current_ids,
                            first_wins=False)
     if previous is None:
         previous_members, previous_lists = member_ids, [m.owned_partitions for m in spec.members]
     else:
         # An owner that has left the group (-2) still counts as the one a partition moved away from.
         previous_members, previous_lists = list(previous), list(previous.values())
-    previous_ids = index.encode_lists(previous_lists, reuse=dict(zip(by_member, zip(current_lists, current_ids))),
-                                      keys=previous_members)
-    previous_owner = index.owners([member_index.get(member_id, -2) for member_id in previous_members], previous_lists,
-                                  previous_ids, first_wins=True)
+    encoded = dict(zip(by_member, zip(by_member.values(), current_ids)))
+    previous_ids = index.encode_lists(previous_lists, like=[encoded.get(member_id) for member_id in previous_members])
+    previous_owner = index.owners([member_index.get(member_id, -2) for member_id in previous_members], previous_ids,
+                                  first_wins=True)
 
     had_owner = previous_owner != -1
     assigned = current != -1
@@ -240,15 +239,14 @@ class _PartitionIndex:
         self.total = int(counts.sum())
         self.topic_of = np.repeat(np.arange(len(self.topics), dtype=np.int64), counts)
 
-    def owners(self, owners: Sequence[int], partitions: Sequence[Sequence[TopicPartition]], ids: Sequence[np.ndarray],
-               *, first_wins: bool) -> np.ndarray:
-        """Owner per partition id (-1: nobody), ``owners[i]`` holding ``partitions[i]`` (encoded as
-        ``ids[i]``, :meth:`encode_lists`); where two claim one partition, the first or the last
-        claimant is its owner."""
+    def owners(self, owners: Sequence[int], ids: Sequence[np.ndarray], *, first_wins: bool) -> np.ndarray:
+        """Owner per partition id (-1: nobody), ``owners[i]`` holding the partitions ``ids[i]``
+        (:meth:`encode_lists`); where two claim one partition, the first or the last claimant is its
+        owner."""
         out = np.full(self.total, -1, dtype=np.int64)
         flat = np.concatenate(ids) if len(ids) else np.zeros(0, dtype=np.int64)
         exists = flat >= 0
-        claimants = np.repeat(np.asarray(owners, dtype=np.int64), [len(tps) for tps in partitions])[exists]
+        claimants = np.repeat(np.asarray(owners, dtype=np.int64), [len(i) for i in ids])[exists]
         flat = flat[exists]
         # np.unique gives each id's first position; over the reversed ids, its last one.
         kept = (np.unique(flat, return_index=True)[1] if first_wins
@@ -256,21 +254,18 @@ class _PartitionIndex:
         out[flat[kept]] = claimants[kept]
         return out
 
-    def encode_lists(self, lists: Sequence[Sequence[TopicPartition]], *,
-                     reuse: Mapping[str, tuple[Sequence[TopicPartition], np.ndarray]] | None = None,
-                     keys: Sequence[str] = ()) -> list[np.ndarray]:
+    def encode_lists(self, lists: Sequence[Sequence[TopicPartition]],
+                     like: Sequence[tuple[Sequence[TopicPartition], np.ndarray] | None] = ()) -> list[np.ndarray]:
         """Per list, the id of each of its partitions (-1: it does not exist).
 
         Every list is encoded in one pass: per list, the calls cost more than the work (1.2 s for
-        10,000 members of 50 partitions). With ``reuse`` (key -> a list and its ids) a list equal
-        to the one ``reuse`` holds under its key in ``keys`` takes those ids: most members of a
-        sticky rebalance hold what they held, and a second 500,000-partition encoding cost 0.2 s."""
+        10,000 members of 50 partitions). ``like[i]``, when given, is a list already encoded and its
+        ids: ``lists[i]`` equal to it takes those ids. Most members of a sticky rebalance hold what
+        they held, and a second encoding of 500,000 partitions cost 0.2 s."""
         out: list[np.ndarray | None] = [None] * len(lists)
-        if reuse:
-            for i, (key, tps) in enumerate(zip(keys, lists)):
-                known = reuse.get(key)
-                if known is not None and len(known[0]) == len(tps) and all(map(operator.eq, known[0], tps)):
-                    out[i] = known[1]
+        for i, (tps, known) in enumerate(zip(lists, like)):
+            if known is not None and len(known[0]) == len(tps) and all(map(operator.eq, known[0], tps)):
+                out[i] = known[1]
         fresh = [i for i, ids in enumerate(out) if ids is None]
         ids, exists = self.encode_checked([tp for i in fresh for tp in lists[i]])
         full = np.full(len(exists), -1, dtype=np.int64)
