@@ -101,10 +101,10 @@ def balance_metrics(
     if previous is None:
         previous_members, previous_lists = member_ids, [m.owned_partitions for m in spec.members]
     else:
-        # An owner that has left the group (-2) still counts as the one a partition moved away from.
         previous_members, previous_lists = list(previous), list(previous.values())
     encoded = dict(zip(by_member, zip(by_member.values(), current_ids)))
     previous_ids = index.encode_lists(previous_lists, like=[encoded.get(member_id) for member_id in previous_members])
+    # An owner that has left the group (-2) still counts as the one a partition moved away from.
     previous_owner = index.owners([member_index.get(member_id, -2) for member_id in previous_members], previous_ids,
                                   first_wins=True)
 
