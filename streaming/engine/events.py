@@ -57,14 +57,19 @@ def as_map(value: Any) -> dict:
 # -- checking a value against the event contract's type language ---------------------------------
 
 
+#: The contract's ``int`` is 32 bits, as in Arrow and Spark, where the job parses it; the engine
+#: stores partition numbers as 32-bit columns (:mod:`.codec`).
+_INT_RANGE = range(-2**31, 2**31)
+
 _SCALARS = {"string": lambda v: isinstance(v, str),
-            "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "int": lambda v: isinstance(v, int) and not isinstance(v, bool) and v in _INT_RANGE,
             "long": lambda v: isinstance(v, int) and not isinstance(v, bool),
             "double": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
             "boolean": lambda v: isinstance(v, bool)}
 
-#: The exact types an array of each scalar type holds when it comes from JSON (None: a null).
-_PLAIN_TYPES = {"string": {str, type(None)}, "int": {int, type(None)}, "long": {int, type(None)},
+#: The exact types an array of each scalar type holds when it comes from JSON (None: a null); an
+#: array of ``int`` is checked element by element, for their range.
+_PLAIN_TYPES = {"string": {str, type(None)}, "int": set(), "long": {int, type(None)},
                 "double": {int, float, type(None)}, "boolean": {bool, type(None)}}
 
 

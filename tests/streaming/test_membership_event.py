@@ -25,6 +25,13 @@ def test_a_bad_topic_list_is_refused_naming_the_element(topics, message):
         MembershipEvent.from_json(_join(topics=topics))
 
 
+@pytest.mark.parametrize("partition", [2**31, -2**31 - 1, 2**40])
+def test_a_partition_number_beyond_32_bits_is_refused(partition):
+    with pytest.raises(InvalidEventError, match=rf"field owned_partitions\[0\]\.partition: expected int, got {partition}"):
+        MembershipEvent.from_json(_join(topics=["t"], owned_partitions=[{"topic": "t", "partition": partition}]))
+    assert MembershipEvent.from_json(_join(topics=["t"], owned_partitions=[{"topic": "t", "partition": 2**31 - 1}]))
+
+
 def test_a_good_topic_list_keeps_its_order_and_a_subclass_of_str_passes():
     class Name(str):
         pass
