@@ -32,16 +32,18 @@ Partitions of unknown topics or beyond a topic's partition count are left out of
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Mapping, Sequence, Union
 
 import numpy as np
 
+from .columns import AssignmentColumns
 from .model import GroupAssignment, GroupSpec, TopicPartition
 
-__all__ = ["AssignmentLike", "BalanceMetrics", "balance_metrics", "balance_score", "validate"]
+__all__ = [
+    "AssignmentLike", "BalanceMetrics", "balance_metrics", "balance_metrics_of_columns", "balance_score", "validate",
+]
 
 #: An assignor's answer, or any member id -> partitions mapping (e.g. a stored generation).
 AssignmentLike = Union[GroupAssignment, Mapping[str, Sequence[TopicPartition]]]
@@ -88,25 +90,28 @@ def balance_metrics(
     previous: Mapping[str, Sequence[TopicPartition]] | None = None,
 ) -> BalanceMetrics:
     """Balance, movement and stickiness of ``assignment`` relative to the previous owners."""
-    by_member = _as_mapping(assignment)
+    if previous is None:
+        before = AssignmentColumns.from_pairs([m.member_id for m in spec.members],
+                                              [m.owned_partitions for m in spec.members])
+    else:
+        before = AssignmentColumns.from_lists(previous)
+    return balance_metrics_of_columns(spec, AssignmentColumns.from_lists(_as_mapping(assignment)), before)
+
+
+def balance_metrics_of_columns(spec: GroupSpec, assignment: AssignmentColumns,
+                               previous: AssignmentColumns) -> BalanceMetrics:
+    """:func:`balance_metrics` of maps held as columns: per member, what it holds now and what it
+    held before (both may name members outside the spec)."""
     index = _PartitionIndex(spec)
     member_ids = [m.member_id for m in spec.members]
     member_index = {member_id: i for i, member_id in enumerate(member_ids)}
 
-    sizes = np.array([len(by_member.get(member_id, ())) for member_id in member_ids], dtype=np.int64)
+    held_now = dict(zip(assignment.members, assignment.counts.tolist()))
+    sizes = np.array([held_now.get(member_id, 0) for member_id in member_ids], dtype=np.int64)
     # Current owner per partition id; -1 = nobody, -2 = someone outside the spec.
-    current_ids = index.encode_lists(list(by_member.values()))
-    current = index.owners([member_index.get(member_id, -2) for member_id in by_member], current_ids,
-                           first_wins=False)
-    if previous is None:
-        previous_members, previous_lists = member_ids, [m.owned_partitions for m in spec.members]
-    else:
-        previous_members, previous_lists = list(previous), list(previous.values())
-    encoded = dict(zip(by_member, zip(by_member.values(), current_ids)))
-    previous_ids = index.encode_lists(previous_lists, like=[encoded.get(member_id) for member_id in previous_members])
+    current = index.owners(assignment, member_index, first_wins=False)
     # An owner that has left the group (-2) still counts as the one a partition moved away from.
-    previous_owner = index.owners([member_index.get(member_id, -2) for member_id in previous_members], previous_ids,
-                                  first_wins=True)
+    previous_owner = index.owners(previous, member_index, first_wins=True)
 
     had_owner = previous_owner != -1
     assigned = current != -1
@@ -239,14 +244,14 @@ class _PartitionIndex:
         self.total = int(counts.sum())
         self.topic_of = np.repeat(np.arange(len(self.topics), dtype=np.int64), counts)
 
-    def owners(self, owners: Sequence[int], ids: Sequence[np.ndarray], *, first_wins: bool) -> np.ndarray:
-        """Owner per partition id (-1: nobody), ``owners[i]`` holding the partitions ``ids[i]``
-        (:meth:`encode_lists`); where two claim one partition, the first or the last claimant is its
-        owner."""
+    def owners(self, holdings: AssignmentColumns, member_index: Mapping[str, int], *, first_wins: bool) -> np.ndarray:
+        """Owner per partition id (-1: nobody; -2: a member ``member_index`` lacks) in ``holdings``;
+        where two hold one partition, the first or the last of them is its owner."""
         out = np.full(self.total, -1, dtype=np.int64)
-        flat = np.concatenate(ids) if len(ids) else np.zeros(0, dtype=np.int64)
+        flat = self.encode_columns(holdings)
         exists = flat >= 0
-        claimants = np.repeat(np.asarray(owners, dtype=np.int64), [len(i) for i in ids])[exists]
+        numbers = np.array([member_index.get(member_id, -2) for member_id in holdings.members], dtype=np.int64)
+        claimants = np.repeat(numbers, holdings.counts)[exists]
         flat = flat[exists]
         # np.unique gives each id's first position; over the reversed ids, its last one.
         kept = (np.unique(flat, return_index=True)[1] if first_wins
@@ -254,25 +259,17 @@ class _PartitionIndex:
         out[flat[kept]] = claimants[kept]
         return out
 
-    def encode_lists(self, lists: Sequence[Sequence[TopicPartition]],
-                     like: Sequence[tuple[Sequence[TopicPartition], np.ndarray] | None] = ()) -> list[np.ndarray]:
-        """Per list, the id of each of its partitions (-1: it does not exist).
-
-        Every list is encoded in one pass: per list, the calls cost more than the work (1.2 s for
-        10,000 members of 50 partitions). ``like[i]``, when given, is a list already encoded and its
-        ids: ``lists[i]`` equal to it takes those ids. Most members of a sticky rebalance hold what
-        they held, and a second encoding of 500,000 partitions cost 0.2 s."""
-        out: list[np.ndarray | None] = [None] * len(lists)
-        for i, (tps, known) in enumerate(zip(lists, like)):
-            if known is not None and len(known[0]) == len(tps) and all(map(operator.eq, known[0], tps)):
-                out[i] = known[1]
-        fresh = [i for i, ids in enumerate(out) if ids is None]
-        ids, exists = self.encode_checked([tp for i in fresh for tp in lists[i]])
-        full = np.full(len(exists), -1, dtype=np.int64)
-        full[exists] = ids
-        for i, chunk in zip(fresh, np.split(full, np.cumsum([len(lists[i]) for i in fresh])[:-1])):
-            out[i] = chunk
-        return out
+    def encode_columns(self, holdings: AssignmentColumns) -> np.ndarray:
+        """Per partition ``holdings`` lists, its id (-1: it does not exist)."""
+        if len(holdings) == 0:
+            return np.zeros(0, dtype=np.int64)
+        numbers = np.array([self.topic_number.get(name, -1) for name in holdings.topics], dtype=np.int64)
+        topics, parts = numbers[holdings.topic], holdings.partition
+        exists = topics >= 0
+        exists[exists] &= (parts[exists] >= 0) & (parts[exists] < self.counts[topics[exists]])
+        ids = np.full(len(topics), -1, dtype=np.int64)
+        ids[exists] = self.offsets[topics[exists]] + parts[exists]
+        return ids
 
     def encode(self, tps: Sequence[TopicPartition]) -> np.ndarray:
         """Ids of the partitions in ``tps`` that exist (others are skipped)."""

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 import zlib
-from array import array
 from collections import deque
 from functools import partial
 from typing import Mapping
@@ -36,6 +34,7 @@ import numpy as np
 import orjson
 
 from assignors import TopicPartition, TopicSpec
+from assignors.columns import AssignmentColumns
 from assignors.connect.model import ConnectAssignorState, ConnectorTaskId
 from assignors.model import topic_id_from_string, topic_id_string
 from assignors.timeline_order import MemberTable
@@ -56,6 +55,7 @@ _READABLE_VERSIONS = (4, 5, 6, 7)
 _MAGIC = b"\x00RM\x07"
 _MAGIC_6 = b"\x00RM\x06"
 _LENGTH = struct.Struct(">I")
+_INT32 = np.iinfo(np.int32)
 _LEADER_SETS = ("previous_connectors", "previous_revoked_connectors", "previous_members")
 _LEADER_TASK_SETS = ("previous_tasks", "previous_revoked_tasks")
 
@@ -105,66 +105,43 @@ def _decode_assignment(data: dict) -> dict[str, list[TopicPartition]]:
 
 
 def pack_assignment(assignment: dict[str, list[TopicPartition]]) -> bytes:
-    """``assignment`` as columns: a JSON header (members, their partition counts, topic names), then
-    every partition's topic number and partition number as little-endian int32 arrays."""
-    members = list(assignment)
-    flat = [tp for member_id in members for tp in assignment[member_id]]
-    names, numbers = zip(*flat) if flat else ((), ())
-    topic_numbers = {name: i for i, name in enumerate(dict.fromkeys(names))}
-    header = _dumps([members, [len(assignment[m]) for m in members], list(topic_numbers)])
-    return zlib.compress(_LENGTH.pack(len(header)) + header + _int32s(map(topic_numbers.__getitem__, names))
-                         + _int32s(numbers), 1)
+    """``assignment`` as :func:`pack_columns` stores it."""
+    return pack_columns(AssignmentColumns.from_lists(assignment))
 
 
-def unpack_assignment(blob: bytes, topics: Mapping[str, TopicSpec] | None = None) -> dict[str, list[TopicPartition]]:
-    """The assignment :func:`pack_assignment` packed. With the group's ``topics``, a partition of a
-    topic it knows is that topic spec's own object (:attr:`TopicSpec.partition_objects`), so a
-    huge group's 500,000 partitions are looked up, not built, and the assignor, which answers with
-    those very objects, does not build them a second time; any other partition (a deleted topic, a
-    partition past the topic's count) is built as it was stored. Equal either way: only identity
-    differs."""
+def pack_columns(columns: AssignmentColumns) -> bytes:
+    """A member -> partitions map as stored: a JSON header (members, their partition counts, topic
+    names), then every partition's topic number and partition number as little-endian int32
+    arrays; zlib over it all."""
+    for name, values in (("topic", columns.topic), ("partition", columns.partition)):
+        if len(values) and not (_INT32.min <= values.min() and values.max() <= _INT32.max):
+            raise ValueError(f"an assignment's {name} number does not fit in 32 bits: {values.min()}..{values.max()}")
+    header = _dumps([columns.members, columns.counts.tolist(), columns.topics])
+    return zlib.compress(_LENGTH.pack(len(header)) + header + columns.topic.astype("<i4").tobytes()
+                         + columns.partition.astype("<i4").tobytes(), 1)
+
+
+def unpack_columns(blob: bytes) -> AssignmentColumns:
+    """The map :func:`pack_columns` stored, as columns."""
     raw = zlib.decompress(blob)
     (length,) = _LENGTH.unpack_from(raw)
     members, counts, names = _loads(raw[_LENGTH.size:_LENGTH.size + length])
     start, total = _LENGTH.size + length, sum(counts)
-    topic_numbers = np.frombuffer(raw, dtype="<i4", count=total, offset=start).astype(np.int64)
-    partitions = np.frombuffer(raw, dtype="<i4", count=total, offset=start + 4 * total).astype(np.int64)
-    pool, ids = _partition_pool(names, topics or {}, topic_numbers, partitions)
-    flat = list(map(pool.__getitem__, ids.tolist()))
-    out, at = {}, 0
-    for member_id, count in zip(members, counts):
-        out[member_id] = flat[at:at + count]
-        at += count
-    return out
+    return AssignmentColumns(
+        members, np.array(counts, dtype=np.int64), names,
+        np.frombuffer(raw, dtype="<i4", count=total, offset=start).astype(np.int64),
+        np.frombuffer(raw, dtype="<i4", count=total, offset=start + 4 * total).astype(np.int64))
 
 
-def _partition_pool(names: list[str], topics: Mapping[str, TopicSpec], topic_numbers: np.ndarray,
-                    partitions: np.ndarray) -> tuple[list[TopicPartition], np.ndarray]:
-    """Every packed partition as an index into a pool of partition objects: the known topics'
-    own objects first, then one built object per partition that none of them holds."""
-    pool: list[TopicPartition] = []
-    offsets = np.full(len(names), -1, dtype=np.int64)
-    counts = np.zeros(len(names), dtype=np.int64)
-    for number, name in enumerate(names):
-        spec = topics.get(name)
-        if spec is not None and spec.partitions > 0:
-            offsets[number], counts[number] = len(pool), spec.partitions
-            pool.extend(spec.partition_objects)
-    known = (offsets[topic_numbers] >= 0) & (partitions >= 0) & (partitions < counts[topic_numbers])
-    ids = offsets[topic_numbers] + partitions
-    if not known.all():
-        unknown = np.flatnonzero(~known)
-        ids[unknown] = len(pool) + np.arange(len(unknown))
-        pool.extend(TopicPartition(names[t], p) for t, p in zip(topic_numbers[unknown].tolist(),
-                                                               partitions[unknown].tolist()))
-    return pool, ids
+def unpack_assignment(blob: bytes, topics: Mapping[str, TopicSpec] | None = None) -> dict[str, list[TopicPartition]]:
+    """The assignment :func:`pack_assignment` packed, as lists (:meth:`AssignmentColumns.to_lists`:
+    with the group's ``topics``, its partitions are the topic specs' own objects)."""
+    return unpack_columns(blob).to_lists(topics)
 
 
-def _int32s(values) -> bytes:
-    column = array("i", values)
-    if sys.byteorder == "big":
-        column.byteswap()
-    return column.tobytes()
+def packed_assignment(columns: AssignmentColumns, topics: Mapping[str, TopicSpec]) -> Packed:
+    """``columns`` as a state's packed assignment field: stored as it is, unpacked on first use."""
+    return Packed(pack_columns(columns), partial(unpack_assignment, topics=topics), lambda _blob: columns)
 
 
 def _encode_pending(pending: PendingRebalance | None) -> list | None:
@@ -266,7 +243,8 @@ def encode_state(state: GroupState) -> bytes:
     data["subscriptions"] = [list(topics) for topics in subscriptions]
     kept = packed(state, "assignment")
     if kept is None:
-        kept = Packed(pack_assignment(state.assignment), partial(unpack_assignment, topics=state.topics))
+        kept = Packed(pack_assignment(state.assignment), partial(unpack_assignment, topics=state.topics),
+                      unpack_columns)
         # From here on the state holds its assignment packed, equal to what it held: the job keeps
         # a worker's state objects between batches (state_bucket.RecentStates), and a batch that
         # does not read the assignment then stores these bytes again instead of packing it anew.
@@ -296,7 +274,7 @@ def decode_state(blob: bytes) -> GroupState:
     else:
         # The topics as decoded: an event that replaces them before the assignment is read makes
         # its partitions built rather than looked up, equal all the same.
-        assignment = Packed(packed_section, partial(unpack_assignment, topics=topic_specs))
+        assignment = Packed(packed_section, partial(unpack_assignment, topics=topic_specs), unpack_columns)
     members = {}
     for (mid, topics, joined, last_seen, st, gid, client_id, host, rack, owned, gen, expires,
          task_metadata) in data["members"]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from assignors import TopicPartition, TopicSpec
+from assignors.columns import AssignmentColumns
 from assignors.connect.model import ConnectAssignorState
 from assignors.timeline_order import MemberTable
 from schemas.events import DEFAULT_SESSION_TIMEOUT_MS
@@ -150,9 +151,14 @@ class GroupState:
 
 @dataclass(frozen=True)
 class Packed:
-    """A per-member partition map still in the bytes the codec stored it as: see :class:`_Unpacked`."""
+    """A per-member partition map still in the bytes the codec stored it as: see :class:`_Unpacked`.
+
+    ``unpack`` reads the bytes as lists of partitions, ``columns`` as
+    :class:`~assignors.columns.AssignmentColumns` (:func:`assignment_columns`).
+    """
     blob: bytes
     unpack: Callable[[bytes], dict]
+    columns: Callable[[bytes], AssignmentColumns]
 
 
 class _Unpacked:
@@ -182,6 +188,15 @@ class _Unpacked:
 
 # After the dataclass is made: its generated __init__ and __eq__ then go through the descriptor.
 GroupState.assignment = _Unpacked("assignment")
+
+
+def assignment_columns(state: GroupState) -> AssignmentColumns:
+    """The state's current assignment as columns, read from its stored bytes while nobody has
+    unpacked it (which leaves it packed: columns are read-only)."""
+    stored = packed(state, "assignment")
+    if stored is not None:
+        return stored.columns(stored.blob)
+    return AssignmentColumns.from_lists(state.assignment)
 
 
 def packed(state: GroupState, name: str) -> Packed | None:

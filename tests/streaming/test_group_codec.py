@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assignors import TopicPartition as TP
+from assignors.columns import AssignmentColumns
 from streaming.engine import advance
-from streaming.engine.codec import decode_state, encode_state, pack_assignment, unpack_assignment
+from streaming.engine.codec import (
+    decode_state,
+    encode_state,
+    pack_assignment,
+    pack_columns,
+    unpack_assignment,
+    unpack_columns,
+)
 from streaming.engine.state import GroupState, Member, packed
 from streaming.testing import engine_settings, run_story
 from tests.stories import cooperative_story
@@ -144,3 +153,16 @@ def test_a_decoded_assignment_shares_its_partitions_with_the_topics_the_assignor
     spec = state.topics["t0"]
     assert [tp is spec.partition_objects[tp.partition] for tps in state.assignment.values() for tp in tps] == \
         [True, True, True]
+
+
+def test_packed_columns_unpack_to_the_same_map():
+    columns = AssignmentColumns.from_lists({"a": [TP("t", 3), TP("u", 0)], "b": [],
+                                            "c": [TP("t", 2**31 - 1)]})
+    assert unpack_columns(pack_columns(columns)).same_as(columns)
+    assert unpack_assignment(pack_columns(columns)) == columns.to_lists()
+
+
+@pytest.mark.parametrize("partition", [2**31, -2**31 - 1])
+def test_the_codec_refuses_a_partition_number_beyond_32_bits(partition):
+    with pytest.raises(ValueError, match="partition number does not fit in 32 bits"):
+        pack_columns(AssignmentColumns.from_lists({"a": [TP("t", partition)]}))
