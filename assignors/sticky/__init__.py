@@ -40,21 +40,23 @@ from __future__ import annotations
 import numpy as np
 
 from .._common import check_unique_member_ids, paused_gc, split_by_owner
+from ..columns import AssignmentColumns, ColumnsAnswer
 from ..model import GroupAssignment, GroupSpec, TopicPartition
 from ._constrained import build_constrained
 from ._draft import Draft
 from ._general import build_general
 from ._layout import (
     build_layout,
+    claims_of_columns,
     collect_claims,
     hashmap_visit_order,
     partition_objects,
 )
 from ._ownership import resolve_ownership, subscriptions_equal
 from ._racks import rack_info
-from ._rejoin import assign_rejoin, is_plain_rejoin
+from ._rejoin import assign_rejoin, is_plain_rejoin, rejoin_draft
 
-__all__ = ["assign_sticky", "assign_cooperative_sticky"]
+__all__ = ["assign_sticky", "assign_cooperative_sticky", "assign_sticky_columns"]
 
 
 def assign_sticky(spec: GroupSpec) -> GroupAssignment:
@@ -73,7 +75,24 @@ def assign_cooperative_sticky(spec: GroupSpec) -> GroupAssignment:
         return _assign(spec, cooperative=True)
 
 
-def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
+def assign_sticky_columns(spec: GroupSpec, owned: AssignmentColumns, cooperative: bool) -> ColumnsAnswer:
+    """:func:`assign_cooperative_sticky` (or, not ``cooperative``, :func:`assign_sticky`) of a group
+    whose members' owned partitions are ``owned`` (their ``owned_partitions`` are not read; a
+    member ``owned`` does not list owns nothing, and ``owned`` may list others, who are not
+    members), answered as columns: the same lists, without an object per partition, for groups
+    of hundreds of thousands of partitions."""
+    with paused_gc():
+        check_unique_member_ids(spec)
+        answer = _assign(spec, cooperative, owned)
+    if isinstance(answer, GroupAssignment):  # a quick answer nobody owns anything in
+        return ColumnsAnswer(AssignmentColumns.from_lists(answer.assignment), answer.transferring)
+    return answer
+
+
+def _assign(spec: GroupSpec, cooperative: bool, owned: AssignmentColumns | None = None
+            ) -> GroupAssignment | ColumnsAnswer:
+    """The answer as lists, or with ``owned`` (claims as columns) as columns, except where nobody
+    can own anything (no member or no partition), which is answered as lists either way."""
     members = spec.members
     ids = [m.member_id for m in members]
     layout = build_layout(spec)
@@ -82,13 +101,17 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
     # cheaper to check than a set of the ids up front.
     if not members or layout.total == 0:
         return _unique_ids(spec, GroupAssignment(assignment={member_id: [] for member_id in ids}))
-    claims = collect_claims(members, layout)
+    claims = collect_claims(members, layout) if owned is None else claims_of_columns(members, layout, owned)
     racks = rack_info(spec, members, layout)
     equal = subscriptions_equal(layout.subscriptions)
     if equal and len(claims.g) == 0 and not racks.active:
+        if owned is not None:
+            return _first_constrained_columns(members, layout)
         return _unique_ids(spec, _first_constrained_answer(members, layout))
     if equal and all(layout.subscriptions) and not racks.active and is_plain_rejoin(claims):
         # The usual rejoin: nothing for the ownership, rack or outsider rules to change.
+        if owned is not None:
+            return _answer_columns(ids, layout, rejoin_draft(members, ids, layout, claims, spec.group_id), cooperative)
         return _unique_ids(spec, assign_rejoin(members, ids, layout, claims, cooperative, spec.group_id))
     check_unique_member_ids(spec)
     visit = hashmap_visit_order(ids)
@@ -104,6 +127,8 @@ def _assign(spec: GroupSpec, cooperative: bool) -> GroupAssignment:
         )
     else:
         draft = build_general(members, layout, claims, racks, cooperative, visit)
+    if owned is not None:
+        return _answer_columns(ids, layout, draft, cooperative)
     return _answer(spec, layout, claims, draft, cooperative)
 
 
@@ -138,21 +163,50 @@ def _first_constrained_answer(members, layout) -> GroupAssignment:
     return GroupAssignment(assignment=dict(zip(ids, lists)))
 
 
+def _first_constrained_columns(members, layout) -> ColumnsAnswer:
+    """:func:`_first_constrained_answer` as columns: partition ``k`` goes to the ``k % n``-th
+    participant by member id."""
+    ids = [m.member_id for m in members]
+    participants = np.array(sorted((i for i, m in enumerate(members) if m.topics), key=ids.__getitem__),
+                            dtype=np.int64)
+    g = np.arange(layout.total, dtype=np.int64)
+    return ColumnsAnswer(_columns(ids, layout, participants[g % len(participants)], g), {})
+
+
 def _answer(spec: GroupSpec, layout, claims, draft: Draft, cooperative: bool) -> GroupAssignment:
     objs = partition_objects(layout, claims)
     ids = [m.member_id for m in spec.members]
-    transferring: dict[TopicPartition, str] = {}
+    owners, given, transfer_g, transfer_to = _given(layout, draft, cooperative)
+    transferring = {objs[g]: ids[m] for g, m in zip(transfer_g.tolist(), transfer_to.tolist())}
+    # Kept partitions come before fresh ones in each list; split_by_owner keeps that order.
+    return GroupAssignment(assignment=dict(zip(ids, split_by_owner(len(ids), owners, objs[given]))),
+                           transferring=transferring)
+
+
+def _answer_columns(ids: list[str], layout, draft: Draft, cooperative: bool) -> ColumnsAnswer:
+    owners, given, transfer_g, transfer_to = _given(layout, draft, cooperative)
+    topic = layout.topic_of(transfer_g)
+    transferring = {layout.objects[t][p]: ids[m] for t, p, m in zip(
+        topic.tolist(), (transfer_g - layout.offsets[topic]).tolist(), transfer_to.tolist())}
+    return ColumnsAnswer(_columns(ids, layout, owners, given), transferring)
+
+
+def _given(layout, draft: Draft, cooperative: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The draft's (member, global index) pairs given this round, kept ones first, and the
+    partitions withheld (cooperative only) with the members they go to next."""
     fresh_m, fresh_g = draft.fresh_m, draft.fresh_g
+    none = np.zeros(0, dtype=np.int64)
+    transfer_g, transfer_to = none, none
     if cooperative and len(draft.transfer_g):
         withheld = np.zeros(layout.total, dtype=bool)
         withheld[draft.transfer_g] = True
         given = ~withheld[fresh_g]
         fresh_m, fresh_g = fresh_m[given], fresh_g[given]
-        transferring = {
-            objs[g]: ids[m] for g, m in zip(draft.transfer_g.tolist(), draft.transfer_to.tolist())
-        }
-    # Kept partitions come before fresh ones in each list; split_by_owner keeps that order.
-    listed = split_by_owner(
-        len(ids), np.concatenate([draft.kept_m, fresh_m]), objs[np.concatenate([draft.kept_g, fresh_g])]
-    )
-    return GroupAssignment(assignment=dict(zip(ids, listed)), transferring=transferring)
+        transfer_g, transfer_to = draft.transfer_g, draft.transfer_to
+    return np.concatenate([draft.kept_m, fresh_m]), np.concatenate([draft.kept_g, fresh_g]), transfer_g, transfer_to
+
+
+def _columns(ids: list[str], layout, owners: np.ndarray, g: np.ndarray) -> AssignmentColumns:
+    """Member ``ids[owners[k]]`` holds global index ``g[k]``, in array order within each member."""
+    topic = layout.topic_of(g)
+    return AssignmentColumns.from_runs(ids, owners, layout.topics, topic, g - layout.offsets[topic])

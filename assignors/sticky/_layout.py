@@ -8,7 +8,7 @@ boolean masks. Claims (owned partitions reported by members) become parallel arr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate, chain, repeat
 from operator import itemgetter
 from typing import Mapping, Sequence
@@ -17,6 +17,7 @@ import numpy as np
 
 from .._common import distinct_subscriptions, partitions_of
 from ..java_order import string_hash_array, table_capacity
+from ..columns import AssignmentColumns
 from ..model import GroupSpec, MemberSpec, TopicPartition
 
 
@@ -31,9 +32,18 @@ class Layout:
     total: int
     #: The members' distinct subscription lists (see :func:`distinct_subscriptions`).
     subscriptions: tuple[tuple[str, ...], ...] = ()
-    #: Per topic (same order as ``topics``), its partitions as the topic spec's kept
-    #: ``TopicPartition`` objects (:func:`assignors._common.partitions_of`).
-    objects: tuple[Sequence[TopicPartition], ...] = ()
+    #: The spec the layout was built from, for :attr:`objects`.
+    spec: GroupSpec | None = None
+    _objects: tuple[Sequence[TopicPartition], ...] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def objects(self) -> tuple[Sequence[TopicPartition], ...]:
+        """Per topic (same order as ``topics``), its partitions as the topic spec's kept
+        ``TopicPartition`` objects (:func:`assignors._common.partitions_of`). Built on first use:
+        an answer given as columns needs none (a huge group's are 500,000 objects, 0.1 s)."""
+        if self._objects is None:
+            object.__setattr__(self, "_objects", tuple([partitions_of(self.spec, t) for t in self.topics]))
+        return self._objects
 
     def topic_of(self, g: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.offsets, g, side="right") - 1
@@ -55,7 +65,7 @@ def build_layout(spec: GroupSpec) -> Layout:
         offsets=np.array(offsets, dtype=np.int64),
         total=offsets[-1],
         subscriptions=subscriptions,
-        objects=tuple([partitions_of(spec, t) for t in topics]),
+        spec=spec,
     )
 
 
@@ -118,6 +128,28 @@ def collect_claims(members: Sequence[MemberSpec], layout: Layout) -> Claims:
         doubly=np.zeros(layout.total, dtype=bool),
         partition=partition[keep],
     )
+
+
+def claims_of_columns(members: Sequence[MemberSpec], layout: Layout, owned: AssignmentColumns) -> Claims:
+    """:func:`collect_claims` of members whose owned partitions are ``owned`` (a member it does not
+    list owns nothing; a run of someone who is not a member is no claim)."""
+    position = {m.member_id: i for i, m in enumerate(members)}
+    member = np.repeat(np.array([position.get(member_id, -1) for member_id in owned.members], dtype=np.int64),
+                       owned.counts)
+    topic = np.array([layout.topic_index.get(name, -1) for name in owned.topics], dtype=np.int64)[owned.topic] \
+        if len(owned) else np.zeros(0, dtype=np.int64)
+    partition = owned.partition
+    # As in collect_claims: a claim of a topic nobody subscribes to, or that no longer exists, or
+    # of a partition number the topic does not have, is dropped.
+    valid = (member >= 0) & (topic >= 0) & (partition >= 0)
+    valid[valid] &= partition[valid] < layout.counts[topic[valid]]
+    if not valid.all():
+        member, topic, partition = member[valid], topic[valid], partition[valid]
+    if len(member) > 1 and (member[1:] < member[:-1]).any():  # claims go in spec order, as members' are
+        order = np.argsort(member, kind="stable")
+        member, topic, partition = member[order], topic[order], partition[order]
+    return Claims(member=member, g=layout.offsets[topic] + partition, held=np.zeros(len(member), dtype=bool),
+                  doubly=np.zeros(layout.total, dtype=bool), partition=partition)
 
 
 def _look_up(mapping: Mapping[str, int], keys: tuple[str, ...]) -> tuple[int, ...]:

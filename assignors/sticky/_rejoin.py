@@ -22,12 +22,14 @@ answer building, list order and ``transferring`` included (tests compare them).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from ..model import GroupAssignment, MemberSpec, TopicPartition
 from ._constrained import visit_partition_topic_order
+from ._draft import Draft
 from ._layout import Claims, Layout, hashmap_visit_order, partition_objects
 from ._round_robin import round_robin_receiver_list
 
@@ -36,6 +38,20 @@ def is_plain_rejoin(claims: Claims) -> bool:
     """Some member owns something and no partition is claimed twice: ownership resolution has
     nothing to decide, the claims are the owners as they are."""
     return len(claims.g) > 0 and int(np.bincount(claims.g).max()) == 1
+
+
+@dataclass(slots=True)
+class _Rejoin:
+    """The quota walk's outcome: each member keeps the first ``ends - starts`` partitions of its run
+    of ``sorted_g`` (its owned partitions in Kafka's order), and ``unassigned_g[k]`` is dealt to
+    member ``receivers[k]``; ``trimmed``: the places of ``sorted_g`` beyond their owner's quota."""
+
+    sorted_g: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    trimmed: np.ndarray
+    unassigned_g: np.ndarray
+    receivers: list[int]
 
 
 def assign_rejoin(
@@ -49,15 +65,53 @@ def assign_rejoin(
     """The constrained builder's answer when every member subscribes to the same non-empty topic
     set, racks play no part and :func:`is_plain_rejoin` holds. ``ids``: the members' ids in spec
     order."""
+    plan = _walk_quotas(members, ids, layout, claims, group_id)
+    sorted_g = plan.sorted_g
+    objects = partition_objects(layout)  # global index -> TopicPartition
+    # Indexing the object array beats mapping a list over the indices (about 3x on 50,000).
+    sorted_objects = objects[sorted_g].tolist()
+    lists = [sorted_objects[start:end] for start, end in zip(plan.starts.tolist(), plan.ends.tolist())]
+    transferring: dict[TopicPartition, str] = {}
+    fresh = objects[plan.unassigned_g].tolist()
+    if cooperative and len(plan.trimmed):
+        revoked_from = dict(zip(sorted_g[plan.trimmed].tolist(), claims.member[plan.trimmed].tolist()))
+        for g, tp, m in zip(plan.unassigned_g.tolist(), fresh, plan.receivers):
+            previous = revoked_from.get(g)
+            if previous is not None and previous != m:
+                # Its owner must revoke it first; the follow-up round gives it to m.
+                transferring[tp] = ids[m]
+            else:
+                lists[m].append(tp)
+    else:
+        for tp, m in zip(fresh, plan.receivers):
+            lists[m].append(tp)
+    return GroupAssignment(assignment=dict(zip(ids, lists)), transferring=transferring)
+
+
+def rejoin_draft(members: Sequence[MemberSpec], ids: list[str], layout: Layout, claims: Claims,
+                 group_id: str) -> Draft:
+    """:func:`assign_rejoin`'s answer as a :class:`Draft` (for answers built as columns): the same
+    lists, as the facade builds them from a draft. A trimmed partition dealt to another member is
+    listed in ``transfer_g``, for the cooperative assignor to withhold."""
+    plan = _walk_quotas(members, ids, layout, claims, group_id)
+    kept = np.arange(len(plan.sorted_g)) < plan.ends[claims.member]
+    receivers = np.array(plan.receivers, dtype=np.int64)
+    revoked_from = np.full(layout.total, -1, dtype=np.int64)
+    revoked_from[plan.sorted_g[plan.trimmed]] = claims.member[plan.trimmed]
+    previous = revoked_from[plan.unassigned_g]
+    moving = (previous >= 0) & (previous != receivers)
+    return Draft(kept_m=claims.member[kept], kept_g=plan.sorted_g[kept], fresh_m=receivers,
+                 fresh_g=plan.unassigned_g, transfer_g=plan.unassigned_g[moving], transfer_to=receivers[moving])
+
+
+def _walk_quotas(members: Sequence[MemberSpec], ids: list[str], layout: Layout, claims: Claims,
+                 group_id: str) -> _Rejoin:
     n = len(members)
     total = layout.total
     min_q, expected = divmod(total, n)
     max_q = min_q + (expected > 0)
 
     sorted_g = _owned_in_kafka_order(claims, layout)
-    objects = partition_objects(layout)  # global index -> TopicPartition
-    # Indexing the object array beats mapping a list over the indices (about 3x on 50,000).
-    sorted_objects = objects[sorted_g].tolist()
     owned = np.bincount(claims.member, minlength=n)
     starts = owned.cumsum() - owned  # each member's run in sorted_g (members in spec order)
 
@@ -81,7 +135,6 @@ def assign_rejoin(
                 exactly = (owned == min_q).nonzero()[0].tolist()
     under = (owned < min_q).nonzero()[0].tolist()
     ends = starts + keep
-    lists = [sorted_objects[start:end] for start, end in zip(starts.tolist(), ends.tolist())]
 
     # maybeRevokedPartitions: the partitions each member gave up past its quota. claims.member is
     # ascending, so it is also the owner of each place of sorted_g.
@@ -103,21 +156,7 @@ def assign_rejoin(
     exactly.sort(key=ids.__getitem__)
     receivers = round_robin_receiver_list(len(unassigned_g), under, [min_q - owned_list[m] for m in under],
                                           exactly, group_id, ids)
-    transferring: dict[TopicPartition, str] = {}
-    fresh = objects[unassigned_g].tolist()
-    if cooperative and len(trimmed):
-        revoked_from = dict(zip(sorted_g[trimmed].tolist(), claims.member[trimmed].tolist()))
-        for g, tp, m in zip(unassigned_g.tolist(), fresh, receivers):
-            previous = revoked_from.get(g)
-            if previous is not None and previous != m:
-                # Its owner must revoke it first; the follow-up round gives it to m.
-                transferring[tp] = ids[m]
-            else:
-                lists[m].append(tp)
-    else:
-        for tp, m in zip(fresh, receivers):
-            lists[m].append(tp)
-    return GroupAssignment(assignment=dict(zip(ids, lists)), transferring=transferring)
+    return _Rejoin(sorted_g, starts, ends, trimmed, unassigned_g, receivers)
 
 
 def _owned_in_kafka_order(claims: Claims, layout: Layout) -> np.ndarray:
