@@ -14,11 +14,15 @@ them and a follow-up generation assigns them.
 from __future__ import annotations
 
 import functools
-from typing import Mapping
+from typing import Iterable, Mapping
+
+import numpy as np
 
 from assignors import COOPERATIVE_ASSIGNORS, GroupSpec, MemberSpec, TopicPartition, assign
+from assignors.columns import AssignmentColumns
 from assignors.errors import RebalanceMonitorError
-from assignors.metrics import balance_metrics
+from assignors.metrics import balance_metrics_of_columns
+from assignors.sticky import assign_sticky_columns
 from assignors.timeline_order import MemberTable, next_target
 
 from streaming.engine.batch import Batch
@@ -29,7 +33,8 @@ from streaming.engine.generation import (
     record_failure,
     record_generation,
 )
-from streaming.engine.state import GroupState, Member, PendingRebalance
+from streaming.engine.codec import packed_assignment
+from streaming.engine.state import GroupState, Member, PendingRebalance, assignment_columns
 
 #: The coordinator's own (KIP-848) assignors.
 SERVER_ASSIGNORS = frozenset({"uniform", "server-range"})
@@ -42,57 +47,66 @@ def rebalance(batch: Batch, at: int, pending: PendingRebalance | None) -> None:
     assignor = s.assignor_name()
     two_phase = s.protocol == "cooperative" or assignor in TWO_PHASE_ASSIGNORS
 
-    held = s.assignment
     if pending is not None and pending.owned_snapshot is not None and s.generation > 0:
-        held = pending.owned_snapshot
+        held = AssignmentColumns.from_lists(pending.owned_snapshot)
+    else:
+        held = assignment_columns(s)
+    # As lists only where an assignor or a check needs them: a huge group's are 500,000 objects.
+    held_lists = functools.cache(lambda: held.to_lists(s.topics))
+    # Only where the answer needs nothing withheld here: the cooperative assignor withholds for
+    # itself, and the eager one in an eager group gives everything at once.
+    by_columns = assignor in COOPERATIVE_ASSIGNORS or (assignor == "sticky" and not two_phase)
+    known = set(held.members)
     members = []
     # What each member the monitor has not assigned yet says it owns.
     claims: dict[str, tuple[TopicPartition, ...]] = {}
     for m in _in_assignor_order(s, assignor, pending):
-        known = m.member_id in held
-        owned = tuple(held[m.member_id]) if known else m.reported_owned
-        if not known and m.reported_owned:
+        is_known = m.member_id in known
+        if not is_known and m.reported_owned:
             claims[m.member_id] = m.reported_owned
+        owned = () if by_columns else tuple(held_lists()[m.member_id]) if is_known else m.reported_owned
         members.append(MemberSpec(
             member_id=m.member_id, topics=m.topics, owned_partitions=owned,
-            generation=s.generation if known else m.reported_generation,
+            generation=s.generation if is_known else m.reported_generation,
             group_instance_id=m.group_instance_id, rack=m.rack))
     spec = GroupSpec(members=tuple(members), topics=dict(s.topics), group_id=s.group_id)
+    previous = held.plus(AssignmentColumns.from_lists(claims)) if claims else held
 
+    # Per partition, its first holder, built on first use: only claims to check and partitions a
+    # server-side assignor's round withholds look it up; a huge group's generation needs none of it.
+    first_holders = functools.cache(lambda: _previous_owners(held_lists(), claims))
     started = batch.start_stopwatch()
     try:
-        result = assign(spec, assignor)
+        if by_columns:
+            answer = assign_sticky_columns(spec, previous, cooperative=assignor in COOPERATIVE_ASSIGNORS)
+            assignor_ms = batch.elapsed_ms(started)
+            assigned, transferring = answer.assignment, dict(answer.transferring)
+        else:
+            result = assign(spec, assignor)
+            assignor_ms = batch.elapsed_ms(started)
+            new_assignment = {mid: list(tps) for mid, tps in result.assignment.items()}
+            transferring = dict(result.transferring)
+            if not two_phase:  # an eager group gets everything at once
+                for tp, mid in transferring.items():
+                    new_assignment.setdefault(mid, []).append(tp)
+                transferring = {}
+            elif assignor not in COOPERATIVE_ASSIGNORS:
+                transferring = _withhold_moving_partitions(new_assignment, first_holders()[0], s.members)
+            assigned = AssignmentColumns.from_lists(new_assignment)
     except RebalanceMonitorError as exc:
         record_failure(batch, at, exc)
         return
-    assignor_ms = batch.elapsed_ms(started)
 
-    # Per partition, its first holder, built on first use: only claims to check, partitions to
-    # withhold and partitions in transit look it up; a huge group's generation needs none of it,
-    # and it cost 0.5 s for 500,000 partitions.
-    first_holders = functools.cache(lambda: _previous_owners(held, claims))
     duplicates = first_holders()[1] if claims else set()
-    new_assignment = {mid: list(tps) for mid, tps in result.assignment.items()}
-    transferring = dict(result.transferring)
-    if not two_phase:  # an eager group gets everything at once
-        for tp, mid in transferring.items():
-            new_assignment.setdefault(mid, []).append(tp)
-        transferring = {}
-    elif assignor not in COOPERATIVE_ASSIGNORS:
-        transferring = _withhold_moving_partitions(new_assignment, first_holders()[0], s.members)
-
-    metrics = balance_metrics(spec, new_assignment, previous={**held, **claims})
-    in_transit = sum(1 for tp in transferring if tp in first_holders()[0]) if transferring else 0
+    metrics = balance_metrics_of_columns(spec, assigned, previous)
+    in_transit = int(np.count_nonzero(previous.holds(list(transferring)))) if transferring else 0
     record_generation(batch, at, pending, Generation(
-        assignor=assignor, protocol=s.protocol,
-        holdings=[{"member_id": mid, "partitions": [{"topic": tp.topic, "partition": tp.partition}
-                                                     for tp in new_assignment.get(mid, ())]}
-                  for mid in s.members],
-        revocations=revocations(s.members, held, new_assignment, transferring, duplicates, s.topics),
+        assignor=assignor, protocol=s.protocol, holdings=partition_holdings(s.members, assigned),
+        revocations=revocations(s.members, held, assigned, transferring, duplicates, s.topics),
         balance=partition_balance(metrics, in_transit), assignor_ms=assignor_ms,
         needs_followup=bool(transferring), exact_mean=metrics.mean,
         group_instance_ids={mid: m.group_instance_id for mid, m in s.members.items()}))
-    s.assignment = {mid: new_assignment.get(mid, []) for mid in s.members}
+    s.assignment = packed_assignment(assigned.select(list(s.members)), s.topics)
     if s.collector_fed:
         s.check_due_at = at
 
@@ -129,25 +143,35 @@ def _in_assignor_order(s: GroupState, assignor: str, pending: PendingRebalance |
     return [s.members[m] for m in order]
 
 
-def revocations(members: Mapping[str, Member], held: Mapping[str, list[TopicPartition]],
-                 new_assignment: Mapping[str, list[TopicPartition]], transferring: Mapping[TopicPartition, str],
-                 duplicates: set[TopicPartition], topics: Mapping) -> list[dict]:
+def revocations(members: Mapping[str, Member], held: AssignmentColumns, assigned: AssignmentColumns,
+                transferring: Mapping[TopicPartition, str], duplicates: set[TopicPartition], topics: Mapping) -> list[dict]:
     """Every partition a member held and no longer holds: to whom it goes, and why."""
-    revoked = []
-    for mid, tps in held.items():
-        now = new_assignment.get(mid, ())
-        if now == tps:  # most members of a sticky rebalance: compared without building a set
+    numbering = {name: i for i, name in enumerate(dict.fromkeys(held.topics + assigned.topics))}
+    # Partitions as one integer each, compared as Python lists: a member's list compared with
+    # what it held is one C loop, and most members of a sticky rebalance hold what they held.
+    assigned_array = assigned.keys(numbering)
+    held_keys, assigned_keys = held.keys(numbering).tolist(), assigned_array.tolist()
+    runs = dict(zip(assigned.members, _runs(assigned)))
+    revoked: list[tuple[str, int]] = []  # (member, place in held)
+    for member_id, (start, end) in zip(held.members, _runs(held)):
+        before = held_keys[start:end]
+        begin, stop = runs.get(member_id, (0, 0))
+        now = assigned_keys[begin:stop]
+        if now == before:
             continue
         kept = set(now)
-        revoked.extend((mid, tp) for tp in tps if tp not in kept)
+        revoked.extend((member_id, start + k) for k, key in enumerate(before) if key not in kept)
     if not revoked:
         return []
     # New owners of the revoked partitions only: a huge group's first generation revokes nothing,
-    # and a member leaving it revokes 50 of 500,000.
-    wanted = {tp for _, tp in revoked}
-    new_owner = {tp: mid for mid, tps in new_assignment.items() for tp in tps if tp in wanted}
+    # and a member leaving it revokes 50 of 500,000. The last member listing one is its owner.
+    places = np.flatnonzero(np.isin(assigned_array, [held_keys[j] for _, j in revoked]))
+    owners = np.searchsorted(np.cumsum(assigned.counts), places, side="right").tolist()
+    new_owner = dict(zip(assigned_array[places].tolist(), [assigned.members[i] for i in owners]))
+    names, topic_numbers, partitions = held.topics, held.topic.tolist(), held.partition.tolist()
     out = []
-    for mid, tp in revoked:
+    for mid, j in revoked:
+        tp = TopicPartition(names[topic_numbers[j]], partitions[j])
         member = members.get(mid)
         if member is None:
             reason = "member_left"
@@ -160,8 +184,27 @@ def revocations(members: Mapping[str, Member], held: Mapping[str, list[TopicPart
         else:
             reason = "moved"
         out.append({"member_id": mid, "topic": tp.topic, "partition": tp.partition,
-                    "to_member": new_owner.get(tp) or transferring.get(tp), "reason": reason,
+                    "to_member": new_owner.get(held_keys[j]) or transferring.get(tp), "reason": reason,
                     "unit": "partition", "unit_id": f"{tp.topic}-{tp.partition}"})
+    return out
+
+
+def _runs(columns: AssignmentColumns) -> list[tuple[int, int]]:
+    """Each member's (start, end) in the columns."""
+    ends = np.cumsum(columns.counts).tolist()
+    return list(zip([0] + ends[:-1], ends))
+
+
+def partition_holdings(members: Iterable[str], assigned: AssignmentColumns) -> list[dict]:
+    """The ``assignments`` columns of each of ``members`` (a member ``assigned`` does not list
+    holds nothing): its id and its partitions, in its list order."""
+    names = np.array(assigned.topics, dtype=object)[assigned.topic].tolist() if len(assigned) else []
+    flat = [{"topic": name, "partition": number} for name, number in zip(names, assigned.partition.tolist())]
+    runs = dict(zip(assigned.members, _runs(assigned)))
+    out = []
+    for member_id in members:
+        start, end = runs.get(member_id, (0, 0))
+        out.append({"member_id": member_id, "partitions": flat[start:end]})
     return out
 
 

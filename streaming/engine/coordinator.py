@@ -26,12 +26,13 @@ from typing import Iterable
 
 from assignors import COOPERATIVE_ASSIGNORS, GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
 from assignors.errors import RebalanceMonitorError
+from assignors.columns import AssignmentColumns
 from assignors.metrics import balance_metrics
 from schemas.rows import AssignmentCheckRow, MemberEventRow
 
 from streaming.engine import connect_recorded, kip848, live_group
 from streaming.engine.batch import Batch
-from streaming.engine.consumer import revocations
+from streaming.engine.consumer import partition_holdings, revocations
 from streaming.engine.coordinator_events import (
     RECORDED_STATE,
     ConsumerGroupRecord,
@@ -126,13 +127,13 @@ def _record(batch: Batch, g: CoordinatorGeneration, catalog: TopicCatalog) -> No
     # Reversed: where the recorded generation before gave a partition to two members, the later one
     # is its previous owner (balance_metrics counts the first holder listed).
     metrics = balance_metrics(spec, new_assignment, previous=dict(reversed(held.items())))
+    assigned = AssignmentColumns.from_lists(new_assignment)
     phase = _phase(s.coordinator_phase, g.protocol, metrics.unassigned, bool(members))
     s.members = members
     record_generation(batch, at, PendingRebalance(at, at, trigger, trigger_member), Generation(
         assignor=g.protocol or s.assignor_name(), protocol=s.protocol,
-        holdings=[{"member_id": mid, "partitions": [{"topic": tp.topic, "partition": tp.partition}
-                                                     for tp in new_assignment[mid]]} for mid in members],
-        revocations=revocations(members, held, new_assignment, {}, set(), topics),
+        holdings=partition_holdings(members, assigned),
+        revocations=revocations(members, AssignmentColumns.from_lists(held), assigned, {}, set(), topics),
         balance=partition_balance(metrics, 0), assignor_ms=0.0, exact_mean=metrics.mean,
         group_instance_ids={mid: m.group_instance_id for mid, m in members.items()},
         number=g.generation, phase=phase))

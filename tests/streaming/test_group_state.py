@@ -278,6 +278,18 @@ def test_a_cooperative_revocation_round_counts_the_withheld_partitions_as_moved(
         (1, "complete", 0, 0), (2, "revocation", 3, 3), (3, "followup", 0, 0)]
 
 
+def test_the_eager_sticky_assignor_in_a_cooperative_group_has_its_moves_withheld_for_a_follow_up():
+    # The group's protocol is cooperative, its assignor the eager sticky one, which withholds
+    # nothing itself: the engine revokes before it assigns, as for KIP-848's server-side assignors.
+    events = [workload(0), join(1_000, "a", "sticky", "cooperative")] + heartbeats(["a"], 1_500, 5_000)
+    events += [join(5_000, "b", "sticky", "cooperative")] + heartbeats(["a", "b"], 5_500, 12_000)
+    outputs, _ = run_batches([sorted(events, key=lambda e: e["event_time"] if isinstance(e, dict) else e[2])])
+    assert generations(outputs) == {1: {"a": [0, 1, 2, 3, 4, 5]}, 2: {"a": [0, 1, 2], "b": []},
+                                    3: {"a": [0, 1, 2], "b": [3, 4, 5]}}
+    assert _balance(outputs, "generation", "phase", "moved", "unassigned") == [
+        (1, "complete", 0, 0), (2, "revocation", 3, 3), (3, "followup", 0, 0)]
+
+
 @pytest.mark.parametrize("story", [eager_range_story, cooperative_story, static_bounce_story, streams_scale_out_story,
                                    connect_bounce_story])
 def test_a_batch_leaves_no_reference_cycles_behind(story):
