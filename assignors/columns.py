@@ -80,10 +80,6 @@ class AssignmentColumns:
         """Where each member's run begins."""
         return np.cumsum(self.counts) - self.counts
 
-    def owner(self) -> np.ndarray:
-        """Per listed partition, the number of its member in ``members``."""
-        return np.repeat(np.arange(len(self.members), dtype=np.int64), self.counts)
-
     def select(self, members: Sequence[str]) -> "AssignmentColumns":
         """The runs of ``members``, in that order; a member the map does not list holds nothing."""
         if list(members) == self.members:
