@@ -76,19 +76,19 @@ class AssignmentColumns:
         """How many partitions the map lists (over all members)."""
         return len(self.topic)
 
-    def starts(self) -> np.ndarray:
-        """Where each member's run begins."""
-        return np.cumsum(self.counts) - self.counts
+    def runs(self) -> list[tuple[int, int]]:
+        """Each member's run as (start, end) places in the partition columns."""
+        ends = np.cumsum(self.counts).tolist()
+        return list(zip([0, *ends[:-1]], ends))
 
     def select(self, members: Sequence[str]) -> "AssignmentColumns":
         """The runs of ``members``, in that order; a member the map does not list holds nothing."""
         if list(members) == self.members:
             return self
-        position = {member_id: i for i, member_id in enumerate(self.members)}
-        starts, counts = self.starts(), self.counts
-        picked = [position.get(member_id, -1) for member_id in members]
-        new_counts = np.array([counts[i] if i >= 0 else 0 for i in picked], dtype=np.int64)
-        index = _runs_index([starts[i] for i in picked if i >= 0], [counts[i] for i in picked if i >= 0])
+        run_of = dict(zip(self.members, self.runs()))
+        picked = [run_of.get(member_id, (0, 0)) for member_id in members]
+        new_counts = np.array([end - start for start, end in picked], dtype=np.int64)
+        index = _runs_index([start for start, _ in picked], new_counts)
         return AssignmentColumns(list(members), new_counts, self.topics, self.topic[index], self.partition[index])
 
     def plus(self, other: "AssignmentColumns") -> "AssignmentColumns":

@@ -6,6 +6,11 @@ in is the monitor's previous generation, or for a live cluster's group the actua
 collector observed before the change (the real assignor's input, so a divergence is never carried
 from one generation to the next).
 
+The sticky assignors take the owned partitions and answer as integer columns
+(:class:`~assignors.columns.AssignmentColumns`), the form the state stores the assignment in, so a
+huge group's rebalance builds no object per partition; the metrics, revocations and rows are
+computed from columns for every assignor.
+
 Eager groups get everything at once. Cooperative groups, and KIP-848 groups whose coordinator
 revokes before it assigns, withhold the partitions that change owner: this generation revokes
 them and a follow-up generation assigns them.
@@ -145,15 +150,16 @@ def _in_assignor_order(s: GroupState, assignor: str, pending: PendingRebalance |
 
 def revocations(members: Mapping[str, Member], held: AssignmentColumns, assigned: AssignmentColumns,
                 transferring: Mapping[TopicPartition, str], duplicates: set[TopicPartition], topics: Mapping) -> list[dict]:
-    """Every partition a member held and no longer holds: to whom it goes, and why."""
+    """Every partition a member held (``held``) and no longer holds (``assigned``): to whom it goes,
+    and why."""
     numbering = {name: i for i, name in enumerate(dict.fromkeys(held.topics + assigned.topics))}
     # Partitions as one integer each, compared as Python lists: a member's list compared with
     # what it held is one C loop, and most members of a sticky rebalance hold what they held.
     assigned_array = assigned.keys(numbering)
     held_keys, assigned_keys = held.keys(numbering).tolist(), assigned_array.tolist()
-    runs = dict(zip(assigned.members, _runs(assigned)))
+    runs = dict(zip(assigned.members, assigned.runs()))
     revoked: list[tuple[str, int]] = []  # (member, place in held)
-    for member_id, (start, end) in zip(held.members, _runs(held)):
+    for member_id, (start, end) in zip(held.members, held.runs()):
         before = held_keys[start:end]
         begin, stop = runs.get(member_id, (0, 0))
         now = assigned_keys[begin:stop]
@@ -189,18 +195,12 @@ def revocations(members: Mapping[str, Member], held: AssignmentColumns, assigned
     return out
 
 
-def _runs(columns: AssignmentColumns) -> list[tuple[int, int]]:
-    """Each member's (start, end) in the columns."""
-    ends = np.cumsum(columns.counts).tolist()
-    return list(zip([0] + ends[:-1], ends))
-
-
 def partition_holdings(members: Iterable[str], assigned: AssignmentColumns) -> list[dict]:
     """The ``assignments`` columns of each of ``members`` (a member ``assigned`` does not list
     holds nothing): its id and its partitions, in its list order."""
     names = np.array(assigned.topics, dtype=object)[assigned.topic].tolist() if len(assigned) else []
     flat = [{"topic": name, "partition": number} for name, number in zip(names, assigned.partition.tolist())]
-    runs = dict(zip(assigned.members, _runs(assigned)))
+    runs = dict(zip(assigned.members, assigned.runs()))
     out = []
     for member_id in members:
         start, end = runs.get(member_id, (0, 0))
