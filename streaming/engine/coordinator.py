@@ -27,7 +27,7 @@ from typing import Iterable
 from assignors import COOPERATIVE_ASSIGNORS, GroupSpec, MemberSpec, TopicPartition, TopicSpec, assign
 from assignors.errors import RebalanceMonitorError
 from assignors.columns import AssignmentColumns
-from assignors.metrics import balance_metrics
+from assignors.metrics import balance_metrics_of_columns
 from schemas.rows import AssignmentCheckRow, MemberEventRow
 
 from streaming.engine import connect_recorded, kip848, live_group
@@ -40,7 +40,7 @@ from streaming.engine.coordinator_events import (
     CoordinatorMember,
 )
 from streaming.engine.generation import Generation, partition_balance, record_generation
-from streaming.engine.state import CONNECT, Member, PendingRebalance
+from streaming.engine.state import CONNECT, Member, PendingRebalance, assignment_columns
 from streaming.engine.topic_catalog import TopicCatalog
 
 #: Assignors whose generations are cooperative: the client-side cooperative one, and KIP-848's
@@ -120,20 +120,20 @@ def _record(batch: Batch, g: CoordinatorGeneration, catalog: TopicCatalog) -> No
         s.members = members
         connect_recorded.record(batch, at, g, PendingRebalance(at, at, trigger, trigger_member))
         return
-    held = s.assignment
+    held = assignment_columns(s)
     new_assignment = {m.member_id: list(m.assignment or ()) for m in g.members}
     spec = GroupSpec(members=tuple(MemberSpec(mid, m.topics) for mid, m in members.items()), topics=topics,
                      group_id=s.group_id)
     # Reversed: where the recorded generation before gave a partition to two members, the later one
     # is its previous owner (balance_metrics counts the first holder listed).
-    metrics = balance_metrics(spec, new_assignment, previous=dict(reversed(held.items())))
     assigned = AssignmentColumns.from_lists(new_assignment)
+    metrics = balance_metrics_of_columns(spec, assigned, held.select(held.members[::-1]))
     phase = _phase(s.coordinator_phase, g.protocol, metrics.unassigned, bool(members))
     s.members = members
     record_generation(batch, at, PendingRebalance(at, at, trigger, trigger_member), Generation(
         assignor=g.protocol or s.assignor_name(), protocol=s.protocol,
         holdings=partition_holdings(members, assigned),
-        revocations=revocations(members, AssignmentColumns.from_lists(held), assigned, {}, set(), topics),
+        revocations=revocations(members, held, assigned, {}, set(), topics),
         balance=partition_balance(metrics, 0), assignor_ms=0.0, exact_mean=metrics.mean,
         group_instance_ids={mid: m.group_instance_id for mid, m in members.items()},
         number=g.generation, phase=phase))
