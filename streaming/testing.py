@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from schemas.partition_list import COMPACT_KEY, expand_json
 from schemas.rows import TableRow
 
 from streaming.alerting.rules import AlertRules
@@ -212,5 +213,12 @@ def input_frame(group_id: str, batch: Sequence[Event], reduce_within_ms: int | N
 
 
 def output_rows(frame) -> list[tuple[str, dict]]:
-    """The processor's output as (table, row) pairs, its JSON parsed."""
-    return [(t, json.loads(p)) for t, p in zip(frame["table"], frame["payload"])]
+    """The processor's output as (table, row) pairs, its JSON parsed (an ``assignments`` row's
+    compact partitions expanded, as the sink expands them)."""
+    out = []
+    for table, payload in zip(frame["table"], frame["payload"]):
+        row = json.loads(payload)
+        if COMPACT_KEY in row:
+            row["partitions"] = expand_json(row.pop(COMPACT_KEY))
+        out.append((table, row))
+    return out

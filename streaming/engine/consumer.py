@@ -29,6 +29,7 @@ from assignors.errors import RebalanceMonitorError
 from assignors.metrics import balance_metrics_of_columns
 from assignors.sticky import assign_sticky_columns
 from assignors.timeline_order import MemberTable, next_target
+from schemas.partition_list import PartitionList
 
 from streaming.engine.batch import Batch
 from streaming.engine.generation import (
@@ -197,15 +198,20 @@ def revocations(members: Mapping[str, Member], held: AssignmentColumns, assigned
 
 def partition_holdings(members: Iterable[str], assigned: AssignmentColumns) -> list[dict]:
     """The ``assignments`` columns of each of ``members`` (a member ``assigned`` does not list
-    holds nothing): its id and its partitions, in its list order."""
-    names = np.array(assigned.topics, dtype=object)[assigned.topic].tolist() if len(assigned) else []
-    flat = [{"topic": name, "partition": number} for name, number in zip(names, assigned.partition.tolist())]
-    runs = dict(zip(assigned.members, assigned.runs()))
-    out = []
-    for member_id in members:
-        start, end = runs.get(member_id, (0, 0))
-        out.append({"member_id": member_id, "partitions": flat[start:end]})
-    return out
+    holds nothing): its id and its partitions in its list order, as a :class:`PartitionList` that
+    names only the topics the member holds."""
+    n_topics = max(len(assigned.topics), 1)
+    owner = np.repeat(np.arange(len(assigned.members), dtype=np.int64), assigned.counts)
+    # Each member's topics, numbered within the member: the distinct (member, topic) pairs.
+    pairs, local = np.unique(owner * n_topics + assigned.topic, return_inverse=True)
+    first = np.searchsorted(pairs // n_topics, np.arange(len(assigned.members) + 1))
+    local = local.reshape(-1) - first[owner]
+    names = np.array(assigned.topics, dtype=object)[pairs % n_topics].tolist() if len(pairs) else []
+    lists = {}
+    for i, (member_id, (start, end)) in enumerate(zip(assigned.members, assigned.runs())):
+        lists[member_id] = PartitionList(names[first[i]:first[i + 1]], local[start:end], assigned.partition[start:end])
+    empty = PartitionList([], local[:0], assigned.partition[:0])
+    return [{"member_id": member_id, "partitions": lists.get(member_id, empty)} for member_id in members]
 
 
 def _withhold_moving_partitions(assignment: dict[str, list[TopicPartition]], previous_owner: Mapping,

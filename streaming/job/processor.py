@@ -31,7 +31,9 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
+from schemas.partition_list import COMPACT_KEY, compact_of
 from schemas.rows import RejectedEventRow, TableRow
+from schemas.tables import ASSIGNMENTS
 
 from streaming.engine import EngineSettings, LagReport, MembershipEvent, advance, next_deadline
 from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
@@ -81,12 +83,17 @@ def _plain(value: Any) -> Any:
 #: assignment rows holding 500,000 partitions, which json.dumps encoded in 0.33 s and orjson in
 #: 0.05 s. Integer dict keys become strings as json.dumps makes them, and datetimes (a pandas
 #: Timestamp is one) go to :func:`_plain` as with json.dumps, rather than becoming ISO strings.
-_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_SERIALIZE_NUMPY
 
 
 def output_row(row: TableRow) -> tuple[str, str | None, str]:
-    """A table row as the operator emits it: (table, group id, payload JSON)."""
-    payload = orjson.dumps(row.to_json(), default=_plain, option=_ORJSON_OPTIONS)
+    """A table row as the operator emits it: (table, group id, payload JSON). An ``assignments``
+    row's partitions go in their compact form (:mod:`schemas.partition_list`), which the sink
+    expands."""
+    data = row.to_json()
+    if row.TABLE == ASSIGNMENTS and "partitions" in data:
+        data[COMPACT_KEY] = compact_of(data.pop("partitions"))
+    payload = orjson.dumps(data, default=_plain, option=_ORJSON_OPTIONS)
     return row.TABLE, row.get("group_id"), payload.decode()
 
 

@@ -28,6 +28,7 @@ import pyarrow.json as pa_json
 
 from schemas import tables
 from schemas.arrow import table_arrow_schema
+from schemas.partition_list import COMPACT_KEY, COMPACT_TYPE, expand_arrow
 
 from streaming.config import OutputConfig
 from streaming.errors import MonitorError
@@ -113,14 +114,23 @@ def table_rows(output: pa.Table, table: str) -> pa.Table:
     text = "\n".join(payloads.to_pylist()).encode()
     # A field the table does not have is an error, not a silent drop: the engine's rows are typed
     # (schemas/rows.py), so one can only come from a bug, and it must not vanish.
-    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    # An assignments row's partitions arrive in their compact form (schemas.partition_list).
+    compact = table == tables.ASSIGNMENTS
+    parse_schema = schema.append(pa.field(COMPACT_KEY, COMPACT_TYPE)) if compact else schema
+    options = pa_json.ParseOptions(explicit_schema=parse_schema, unexpected_field_behavior="error")
     try:
         parsed = pa_json.read_json(io.BytesIO(text), parse_options=options, read_options=pa_json.ReadOptions(
             use_threads=False, block_size=max(1 << 20, len(text) + 1)))
     except pa.ArrowInvalid as exc:
-        unknown = sorted({key for p in payloads.to_pylist() for key in json.loads(p)} - set(schema.names))
+        unknown = sorted({key for p in payloads.to_pylist() for key in json.loads(p)} - set(parse_schema.names))
         what = f"unknown column(s) {', '.join(unknown)}" if unknown else str(exc)
         raise MonitorError(f"rows for table {table} do not fit its schema: {what}") from None
+    if compact:
+        # A row written with a plain "partitions" list (another writer than the operator) keeps it.
+        packed = parsed[COMPACT_KEY].combine_chunks()
+        expanded = expand_arrow(packed, schema.field("partitions").type)
+        partitions = pc.if_else(pc.is_valid(packed), expanded, parsed["partitions"].combine_chunks())
+        parsed = parsed.set_column(schema.names.index("partitions"), schema.field("partitions"), partitions)
     return parsed.select(schema.names).cast(schema)
 
 

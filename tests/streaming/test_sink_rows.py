@@ -43,3 +43,54 @@ def test_the_ingest_row_keeps_the_newest_event_time_of_its_buckets_and_the_lag_b
     assert (row["records"], row["heartbeats_accepted"], row["rejected"], row["groups"]) == (6, 5, 1, 2)
     assert row["max_event_time"] == 4_000
     assert before - 4_000 <= row["event_time_lag_ms"] <= int(time.time() * 1000) - 4_000
+
+
+def _assignment(member_id, partitions):
+    from schemas.rows import AssignmentRow
+
+    return AssignmentRow(group_id="g", generation=2, event_time=1_000, member_id=member_id, partitions=partitions,
+                         assignor="cooperative-sticky", protocol="cooperative", trigger="join", phase="complete",
+                         group_type="consumer")
+
+
+def test_assignment_rows_cross_to_the_table_in_their_compact_form_unchanged():
+    import numpy as np
+
+    from schemas.partition_list import COMPACT_KEY, PartitionList
+    from streaming.job.processor import output_row
+
+    plain = [{"topic": "b", "partition": 7}, {"topic": "a", "partition": 0}, {"topic": "b", "partition": 2}]
+    rows = [_assignment("m1", PartitionList(["a", "b"], np.array([1, 0, 1]), np.array([7, 0, 2]))),
+            _assignment("m2", PartitionList([], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))),
+            _assignment("m3", None),  # no partitions column at all: null in the table
+            _assignment("m4", plain),  # a plain list (Streams and Connect rows) takes the same form
+            _assignment("m5", [{"topic": "c", "partition": 2**31 - 1}])]
+    emitted = [output_row(r) for r in rows]
+    assert all('"partitions"' not in payload for _, _, payload in emitted)
+    assert COMPACT_KEY in emitted[0][2]
+    # Another writer's row with a plain list is read as it is.
+    emitted.append((tables.ASSIGNMENTS, "g", '{"group_id": "g", "generation": 2, "event_time": 1000, '
+                    '"member_id": "m6", "partitions": [{"topic": "t", "partition": 4}]}'))
+    output = pa.table({"table": [t for t, _, _ in emitted], "group_id": [g for _, g, _ in emitted],
+                       "payload": [p for _, _, p in emitted]})
+    written = dict(output_tables(output, batch_id=0))[tables.ASSIGNMENTS]
+    assert written.schema.field("partitions").type == pa.list_(pa.struct([("topic", pa.string()),
+                                                                          ("partition", pa.int32())]))
+    assert [r["partitions"] for r in written.to_pylist()] == [
+        plain, [], None, plain, [{"topic": "c", "partition": 2**31 - 1}], [{"topic": "t", "partition": 4}]]
+    assert [r["member_id"] for r in written.to_pylist()] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+
+
+def test_a_partition_list_reads_like_the_list_of_dicts_it_stands_for():
+    import numpy as np
+
+    from schemas.partition_list import PartitionList, expand_json
+
+    plain = [{"topic": "b", "partition": 7}, {"topic": "a", "partition": 0}]
+    held = PartitionList(["a", "b"], np.array([1, 0]), np.array([7, 0]))
+    assert held == plain and plain == held and list(held) == plain and held != plain[:1]
+    assert len(held) == 2 and held[1] == plain[1] and held[-1:] == plain[-1:]
+    assert repr(held) == repr(plain)
+    assert expand_json(held.compact() | {"topic": [1, 0], "partition": [7, 0]}) == plain
+    with pytest.raises(TypeError):
+        hash(held)
