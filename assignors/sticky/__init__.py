@@ -151,8 +151,7 @@ def _first_constrained_answer(members, layout) -> GroupAssignment:
     bookkeeping and the per-partition owner arrays are not needed (tests compare this path with
     the full builder).
     """
-    ids = [m.member_id for m in members]
-    participants = sorted((i for i, m in enumerate(members) if m.topics), key=ids.__getitem__)
+    ids, participants = _participants_by_id(members)
     objs: list[TopicPartition] = []
     for topic_objects in layout.objects:
         objs += topic_objects
@@ -166,11 +165,15 @@ def _first_constrained_answer(members, layout) -> GroupAssignment:
 def _first_constrained_columns(members, layout) -> ColumnsAnswer:
     """:func:`_first_constrained_answer` as columns: partition ``k`` goes to the ``k % n``-th
     participant by member id."""
-    ids = [m.member_id for m in members]
-    participants = np.array(sorted((i for i, m in enumerate(members) if m.topics), key=ids.__getitem__),
-                            dtype=np.int64)
+    ids, participants = _participants_by_id(members)
     g = np.arange(layout.total, dtype=np.int64)
-    return ColumnsAnswer(_columns(ids, layout, participants[g % len(participants)], g), {})
+    return ColumnsAnswer(_columns(ids, layout, np.array(participants, dtype=np.int64)[g % len(participants)], g), {})
+
+
+def _participants_by_id(members) -> tuple[list[str], list[int]]:
+    """The members' ids, and the positions of those with a subscription in member-id order."""
+    ids = [m.member_id for m in members]
+    return ids, sorted((i for i, m in enumerate(members) if m.topics), key=ids.__getitem__)
 
 
 def _answer(spec: GroupSpec, layout, claims, draft: Draft, cooperative: bool) -> GroupAssignment:
@@ -185,8 +188,9 @@ def _answer(spec: GroupSpec, layout, claims, draft: Draft, cooperative: bool) ->
 
 def _answer_columns(ids: list[str], layout, draft: Draft, cooperative: bool) -> ColumnsAnswer:
     owners, given, transfer_g, transfer_to = _given(layout, draft, cooperative)
+    # Built for the few partitions in transit: layout.objects would build all of them.
     topic = layout.topic_of(transfer_g)
-    transferring = {layout.objects[t][p]: ids[m] for t, p, m in zip(
+    transferring = {TopicPartition(layout.topics[t], p): ids[m] for t, p, m in zip(
         topic.tolist(), (transfer_g - layout.offsets[topic]).tolist(), transfer_to.tolist())}
     return ColumnsAnswer(_columns(ids, layout, owners, given), transferring)
 
