@@ -8,6 +8,8 @@ whose output is nullable throughout, and a table's schema must not change under 
 
 from __future__ import annotations
 
+import functools
+
 import pyarrow as pa
 
 from .events import Field, FieldType, translate_type
@@ -26,7 +28,11 @@ def arrow_schema_of(fields: tuple[Field, ...]) -> pa.Schema:
     return pa.schema([pa.field(f.name, arrow_type(f.type)) for f in fields])
 
 
+@functools.cache
 def table_arrow_schema(table: str) -> pa.Schema:
+    """The table's Arrow schema, built once per process: the stateful operator asks for it in every
+    bucket (streaming.job.row_blocks), and building it leaves reference cycles (the type
+    translation's recursive closure) for Python's cyclic collector, which the operator pauses."""
     from .tables import TABLES
 
     return arrow_schema_of(TABLES[table])

@@ -1,29 +1,20 @@
-"""An ``assignments`` row's partitions held as integer columns, and their compact JSON form.
+"""An ``assignments`` row's partitions held as integer columns, and as an Arrow column.
 
 An ``assignments`` row lists what its member holds as (topic, partition) structs. A huge group's
-generation is 10,000 rows holding 500,000 partitions: as dicts they took 0.15-0.24 s to build, as
-JSON 19 MiB, handed from the Python worker to Spark and on to the driver, where the sink parsed
-500,000 structs again. :class:`PartitionList` keeps a member's partitions as slices of the
-generation's columns: it reads like the list of ``{"topic", "partition"}`` dicts (whoever looks at
-a row sees the same value), and the operator writes it under :data:`COMPACT_KEY` as
-``{"topics": [names], "topic": [index into names], "partition": [numbers]}``, which the sink
-turns back into the table's column with Arrow (:func:`expand_arrow`).
+generation is 10,000 rows holding 500,000 partitions: as dicts they took 0.15-0.24 s to build.
+:class:`PartitionList` keeps a member's partitions as slices of the generation's columns: it reads
+like the list of ``{"topic", "partition"}`` dicts (whoever looks at a row sees the same value), and
+:func:`partitions_array` turns a run of rows' lists into the table's column with Arrow, without a
+Python object per partition (the rows cross to the sink as an Arrow block: streaming.job.row_blocks).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-
-#: The payload key of the compact form; never a column of the table.
-COMPACT_KEY = "partition_columns"
-#: How the sink parses the compact form.
-COMPACT_TYPE = pa.struct([("topics", pa.list_(pa.string())), ("topic", pa.list_(pa.int32())),
-                          ("partition", pa.list_(pa.int32()))])
 
 
 class PartitionList(Sequence):
@@ -57,40 +48,24 @@ class PartitionList(Sequence):
     def __repr__(self) -> str:
         return repr(list(self))
 
-    def compact(self) -> dict[str, Any]:
-        """The :data:`COMPACT_KEY` value (NumPy arrays: orjson writes them with ``OPT_SERIALIZE_NUMPY``)."""
-        return {"topics": self.topics, "topic": self.topic.astype(np.int32), "partition": self.partition.astype(np.int32)}
 
-
-def compact_of(partitions: Sequence[dict]) -> dict[str, Any]:
-    """The compact form of any list of ``{"topic", "partition"}`` dicts."""
-    if isinstance(partitions, PartitionList):
-        return partitions.compact()
-    number: dict[str, int] = {}
-    topic = [number.setdefault(p["topic"], len(number)) for p in partitions]
-    return {"topics": list(number), "topic": topic, "partition": [p["partition"] for p in partitions]}
-
-
-def expand_json(compact: dict[str, Any]) -> list[dict]:
-    """The list of dicts a compact form stands for."""
-    names = compact["topics"]
-    return [{"topic": names[t], "partition": p} for t, p in zip(compact["topic"], compact["partition"])]
-
-
-def expand_arrow(compact: pa.StructArray, list_type: pa.DataType) -> pa.Array:
-    """Per row, the list of ``list_type`` (the table's ``partitions`` type) the compact struct
-    array ``compact`` stands for; a null row stays null."""
-    topics = compact.field("topics")
-    topic = compact.field("topic")
-    partition = compact.field("partition")
-    # Row r's topic indices point into its own names: shift them by where its names start.
-    starts = topics.offsets.to_numpy()[:-1] - topics.offsets[0].as_py()
-    lengths = pc.list_value_length(topic).fill_null(0).to_numpy()
-    index = topic.flatten().to_numpy().astype(np.int64) + np.repeat(starts, lengths)
-    names = topics.flatten().take(pa.array(index))
+def partitions_array(lists: Sequence[Sequence[dict] | None], list_type: pa.ListType) -> pa.ListArray:
+    """The column of ``list_type`` (the table's ``partitions`` type) holding ``lists``: a
+    :class:`PartitionList` without a dict per partition, a plain list of dicts (Streams and Connect
+    rows) as it is, None as null."""
+    if not lists or not all(isinstance(held, PartitionList) for held in lists):
+        return pa.array([None if held is None else list(held) for held in lists], list_type)
+    lengths = np.fromiter((len(held) for held in lists), np.int64, count=len(lists))
+    # Each list numbers its own topics: shift its numbers by where its names start in all names.
+    name_counts = np.fromiter((len(held.topics) for held in lists), np.int64, count=len(lists))
+    name_starts = np.concatenate(([0], np.cumsum(name_counts)[:-1])).astype(np.int64)
+    names = pa.array(list(itertools.chain.from_iterable(held.topics for held in lists)), pa.string())
+    empty = np.zeros(0, dtype=np.int64)
+    topic = np.concatenate([held.topic for held in lists] or [empty]).astype(np.int64)
+    partition = np.concatenate([held.partition for held in lists] or [empty])
     struct_type = list_type.value_type
-    values = pa.StructArray.from_arrays([names.cast(struct_type.field(0).type),
-                                         partition.flatten().cast(struct_type.field(1).type)],
-                                        fields=list(struct_type))
-    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    return pa.ListArray.from_arrays(offsets, values, type=list_type, mask=compact.is_null())
+    values = pa.StructArray.from_arrays(
+        [names.take(pa.array(topic + np.repeat(name_starts, lengths))).cast(struct_type.field(0).type),
+         pa.array(partition, struct_type.field(1).type)], fields=list(struct_type))
+    offsets = pa.array(np.concatenate(([0], np.cumsum(lengths))).astype(np.int32))
+    return pa.ListArray.from_arrays(offsets, values, type=list_type)

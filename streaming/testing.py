@@ -20,7 +20,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from schemas.partition_list import COMPACT_KEY, expand_json
 from schemas.rows import TableRow
 
 from streaming.alerting.rules import AlertRules
@@ -213,12 +212,16 @@ def input_frame(group_id: str, batch: Sequence[Event], reduce_within_ms: int | N
 
 
 def output_rows(frame) -> list[tuple[str, dict]]:
-    """The processor's output as (table, row) pairs, its JSON parsed (an ``assignments`` row's
-    compact partitions expanded, as the sink expands them)."""
+    """The processor's output as (table, row) pairs in its order: a JSON row parsed, a block's rows
+    (streaming.job.row_blocks) as the dicts their JSON would give (null columns left out)."""
+    from streaming.job.row_blocks import BLOCK_TABLES, block_table, decode_block
+
+    blocks = {block_table(t): t for t in BLOCK_TABLES}
     out = []
     for table, payload in zip(frame["table"], frame["payload"]):
-        row = json.loads(payload)
-        if COMPACT_KEY in row:
-            row["partitions"] = expand_json(row.pop(COMPACT_KEY))
-        out.append((table, row))
+        if table in blocks:
+            out.extend((blocks[table], {k: v for k, v in row.items() if v is not None})
+                       for row in decode_block(payload).to_pylist())
+        else:
+            out.append((table, json.loads(payload)))
     return out

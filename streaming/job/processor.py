@@ -1,7 +1,8 @@
 """The Spark side of the per-group engine: a transformWithStateInPandas processor, a thin adapter.
 
 Rows in (:mod:`streaming.job.operator_input`), the engine (:func:`streaming.engine.advance`) per
-group, rows out: ``(table, group_id, payload JSON)``, which the sink splits into the Delta tables.
+group, rows out: ``(table, group_id, payload JSON)``, which the sink splits into the Delta tables (a
+generation's ``assignments`` rows travel as one Arrow block instead: :mod:`streaming.job.row_blocks`).
 
 Spark's operator pays a fixed cost for every grouping key in a batch (measured at about 1 ms per key
 on 2 cores, docs/benchmarks/tws-probe.md), far more than our Python spends on a group. So the
@@ -18,11 +19,13 @@ decoding the others.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import math
 import time
 from collections import Counter
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import Any, Iterator
 
 import numpy as np
@@ -31,9 +34,7 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-from schemas.partition_list import COMPACT_KEY, compact_of
 from schemas.rows import RejectedEventRow, TableRow
-from schemas.tables import ASSIGNMENTS
 
 from streaming.engine import EngineSettings, LagReport, MembershipEvent, advance, next_deadline
 from streaming.engine.coordinator_events import ConsumerGroupRecord, CoordinatorGeneration
@@ -42,6 +43,7 @@ from streaming.errors import InvalidEventError
 from streaming.job.offsets_source import COORDINATOR, TOPIC_METADATA
 from streaming.job.operator_input import CLOCK
 from streaming.job.parse import HEARTBEAT, MEMBERSHIP
+from streaming.job.row_blocks import BLOCK_TABLES, block_table, encode_block
 from streaming.job.state_bucket import StateBucket
 
 OUTPUT_SCHEMA = StructType([
@@ -79,22 +81,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
-#: JSON in and out with orjson, not the standard library: a huge group's generation is 10,000
-#: assignment rows holding 500,000 partitions, which json.dumps encoded in 0.33 s and orjson in
-#: 0.05 s. Integer dict keys become strings as json.dumps makes them, and datetimes (a pandas
-#: Timestamp is one) go to :func:`_plain` as with json.dumps, rather than becoming ISO strings.
+#: JSON in and out with orjson, not the standard library: about six times faster on a huge group's
+#: rows (10,000 assignment rows holding 500,000 partitions, before they travelled as a block:
+#: json.dumps 0.33 s, orjson 0.05 s). Integer dict keys become strings as json.dumps makes them,
+#: and datetimes (a pandas Timestamp is one) go to :func:`_plain` as with json.dumps, rather than
+#: becoming ISO strings.
 _ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_SERIALIZE_NUMPY
 
 
 def output_row(row: TableRow) -> tuple[str, str | None, str]:
-    """A table row as the operator emits it: (table, group id, payload JSON). An ``assignments``
-    row's partitions go in their compact form (:mod:`schemas.partition_list`), which the sink
-    expands."""
-    data = row.to_json()
-    if row.TABLE == ASSIGNMENTS and "partitions" in data:
-        data[COMPACT_KEY] = compact_of(data.pop("partitions"))
-    payload = orjson.dumps(data, default=_plain, option=_ORJSON_OPTIONS)
+    """A table row as the operator emits it: (table, group id, payload JSON)."""
+    payload = orjson.dumps(row.to_json(), default=_plain, option=_ORJSON_OPTIONS)
     return row.TABLE, row.get("group_id"), payload.decode()
+
+
+def output_rows(rows: list[TableRow]) -> list[tuple[str, str | None, str]]:
+    """The engine's rows as the operator emits them, in their order: each run of consecutive rows of
+    a table in :data:`~streaming.job.row_blocks.BLOCK_TABLES` as one block (a generation's
+    ``assignments`` rows: one per member), every other row as its JSON."""
+    out: list[tuple[str, str | None, str]] = []
+    for table, run in itertools.groupby(rows, key=attrgetter("TABLE")):
+        if table in BLOCK_TABLES:
+            run = list(run)
+            out.append((block_table(table), run[0].get("group_id"), encode_block(run)))
+        else:
+            out.extend(output_row(row) for row in run)
+    return out
 
 
 class GroupProcessor(StatefulProcessor):
@@ -182,7 +194,7 @@ class GroupProcessor(StatefulProcessor):
         if described:  # recorded generations that waited for these descriptions
             for group_id in sorted(bucket.waiting - set(columns.group_keys.tolist())):
                 rows, _ = self._advance(bucket, group_id, [], [], [], watermark)
-                out.extend(output_row(r) for r in rows)
+                out.extend(output_rows(rows))
         self._save_bucket(bucket)
         accepted = ~columns.refused & (columns.kinds != CLOCK) & (columns.kinds != TOPIC_METADATA)
         if accepted.any():  # for the job's lag in event time (ingest_metrics, the progress line)
@@ -221,7 +233,7 @@ class GroupProcessor(StatefulProcessor):
                                               lag_reports=columns.lag_reports(heartbeats), recorded=recorded,
                                               weights=columns.heartbeat_weights(heartbeats))
             stats["heartbeats_reduced"] += int(columns.reduced[heartbeats].sum())
-            out.extend(output_row(r) for r in rows)
+            out.extend(output_rows(rows))
             stats.update(membership_accepted=batch_stats.membership_accepted,
                          heartbeats_accepted=batch_stats.heartbeats_accepted, late=batch_stats.late,
                          unknown_member_heartbeats=batch_stats.unknown_member_heartbeats,
@@ -237,7 +249,7 @@ class GroupProcessor(StatefulProcessor):
             out = []
             for group_id in bucket.due(watermark):
                 rows, _ = self._advance(bucket, group_id, [], [], [], watermark)
-                out.extend(output_row(r) for r in rows)
+                out.extend(output_rows(rows))
             self._save_bucket(bucket)
         if out:
             yield pd.DataFrame(out, columns=_COLUMNS)

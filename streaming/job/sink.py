@@ -28,11 +28,11 @@ import pyarrow.json as pa_json
 
 from schemas import tables
 from schemas.arrow import table_arrow_schema
-from schemas.partition_list import COMPACT_KEY, COMPACT_TYPE, expand_arrow
 
 from streaming.config import OutputConfig
 from streaming.errors import MonitorError
 from streaming.job.processor import STATS_TABLE
+from streaming.job.row_blocks import block_table, decode_block
 
 OUTPUT_TABLES = (tables.ASSIGNMENTS, tables.REVOCATIONS, tables.BALANCE_METRICS, tables.MEMBER_EVENTS,
                  tables.REJECTED_EVENTS, tables.ASSIGNMENT_CHECKS, tables.ALERTS)
@@ -105,33 +105,32 @@ class DeltaAppender:
 
 
 def table_rows(output: pa.Table, table: str) -> pa.Table:
-    """The rows of ``table`` in the processor's ``output`` (table, group_id, payload JSON), typed."""
-    payloads = output.filter(pc.equal(output["table"], table))["payload"]
+    """The rows of ``table`` in the processor's ``output`` (table, group_id, payload), typed: its
+    JSON rows, then its Arrow blocks (streaming.job.row_blocks), each in output order."""
     schema = table_arrow_schema(table)
+    def payloads(name: str) -> pa.ChunkedArray:
+        return output.filter(pc.equal(output["table"], name))["payload"]
+
+    blocks = [decode_block(payload) for payload in payloads(block_table(table)).to_pylist()]
+    parts = [_json_rows(payloads(table), table, schema), *blocks]
+    return pa.concat_tables([part.select(schema.names).cast(schema) for part in parts])
+
+
+def _json_rows(payloads: pa.ChunkedArray, table: str, schema: pa.Schema) -> pa.Table:
     if len(payloads) == 0:
         return schema.empty_table()
     # One JSON document per line: json.dumps never writes a raw newline inside a document.
     text = "\n".join(payloads.to_pylist()).encode()
     # A field the table does not have is an error, not a silent drop: the engine's rows are typed
     # (schemas/rows.py), so one can only come from a bug, and it must not vanish.
-    # An assignments row's partitions arrive in their compact form (schemas.partition_list).
-    compact = table == tables.ASSIGNMENTS
-    parse_schema = schema.append(pa.field(COMPACT_KEY, COMPACT_TYPE)) if compact else schema
-    options = pa_json.ParseOptions(explicit_schema=parse_schema, unexpected_field_behavior="error")
+    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     try:
-        parsed = pa_json.read_json(io.BytesIO(text), parse_options=options, read_options=pa_json.ReadOptions(
+        return pa_json.read_json(io.BytesIO(text), parse_options=options, read_options=pa_json.ReadOptions(
             use_threads=False, block_size=max(1 << 20, len(text) + 1)))
     except pa.ArrowInvalid as exc:
-        unknown = sorted({key for p in payloads.to_pylist() for key in json.loads(p)} - set(parse_schema.names))
+        unknown = sorted({key for p in payloads.to_pylist() for key in json.loads(p)} - set(schema.names))
         what = f"unknown column(s) {', '.join(unknown)}" if unknown else str(exc)
         raise MonitorError(f"rows for table {table} do not fit its schema: {what}") from None
-    if compact:
-        # A row written with a plain "partitions" list (another writer than the operator) keeps it.
-        packed = parsed[COMPACT_KEY].combine_chunks()
-        expanded = expand_arrow(packed, schema.field("partitions").type)
-        partitions = pc.if_else(pc.is_valid(packed), expanded, parsed["partitions"].combine_chunks())
-        parsed = parsed.set_column(schema.names.index("partitions"), schema.field("partitions"), partitions)
-    return parsed.select(schema.names).cast(schema)
 
 
 def ingest_row(output: pa.Table, batch_id: int) -> pa.Table:
@@ -155,7 +154,7 @@ def output_tables(output: pa.Table, batch_id: int) -> Iterable[tuple[str, pa.Tab
     """(table, rows) for every table the batch has rows for, ingest_metrics included."""
     present = set(output["table"].unique().to_pylist())
     for table in OUTPUT_TABLES:
-        if table in present:
+        if table in present or block_table(table) in present:
             yield table, table_rows(output, table)
     if STATS_TABLE in present:
         yield tables.INGEST_METRICS, ingest_row(output, batch_id)

@@ -53,44 +53,94 @@ def _assignment(member_id, partitions):
                          group_type="consumer")
 
 
-def test_assignment_rows_cross_to_the_table_in_their_compact_form_unchanged():
-    import numpy as np
-
-    from schemas.partition_list import COMPACT_KEY, PartitionList
-    from streaming.job.processor import output_row
-
-    plain = [{"topic": "b", "partition": 7}, {"topic": "a", "partition": 0}, {"topic": "b", "partition": 2}]
-    rows = [_assignment("m1", PartitionList(["a", "b"], np.array([1, 0, 1]), np.array([7, 0, 2]))),
-            _assignment("m2", PartitionList([], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))),
-            _assignment("m3", None),  # no partitions column at all: null in the table
-            _assignment("m4", plain),  # a plain list (Streams and Connect rows) takes the same form
-            _assignment("m5", [{"topic": "c", "partition": 2**31 - 1}])]
-    emitted = [output_row(r) for r in rows]
-    assert all('"partitions"' not in payload for _, _, payload in emitted)
-    assert COMPACT_KEY in emitted[0][2]
-    # Another writer's row with a plain list is read as it is.
-    emitted.append((tables.ASSIGNMENTS, "g", '{"group_id": "g", "generation": 2, "event_time": 1000, '
-                    '"member_id": "m6", "partitions": [{"topic": "t", "partition": 4}]}'))
+def _written(emitted, table=tables.ASSIGNMENTS) -> list[dict]:
     output = pa.table({"table": [t for t, _, _ in emitted], "group_id": [g for _, g, _ in emitted],
                        "payload": [p for _, _, p in emitted]})
-    written = dict(output_tables(output, batch_id=0))[tables.ASSIGNMENTS]
-    assert written.schema.field("partitions").type == pa.list_(pa.struct([("topic", pa.string()),
-                                                                          ("partition", pa.int32())]))
-    assert [r["partitions"] for r in written.to_pylist()] == [
-        plain, [], None, plain, [{"topic": "c", "partition": 2**31 - 1}], [{"topic": "t", "partition": 4}]]
-    assert [r["member_id"] for r in written.to_pylist()] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+    return dict(output_tables(output, batch_id=0))[table].to_pylist()
+
+
+def test_a_generation_of_partition_lists_crosses_to_the_table_as_one_block_unchanged():
+    import numpy as np
+
+    from schemas.partition_list import PartitionList
+    from streaming.job.processor import output_rows
+
+    rows = [_assignment("m1", PartitionList(["a", "b"], np.array([1, 0, 1]), np.array([7, 0, 2]))),
+            _assignment("m2", PartitionList([], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))),
+            _assignment("m3", PartitionList(["c"], np.array([0]), np.array([2**31 - 1])))]
+    emitted = output_rows(rows)
+    assert [(t, g) for t, g, _ in emitted] == [("assignments:arrow", "g")]
+    written = _written(emitted)
+    assert [r["partitions"] for r in written] == [
+        [{"topic": "b", "partition": 7}, {"topic": "a", "partition": 0}, {"topic": "b", "partition": 2}], [],
+        [{"topic": "c", "partition": 2**31 - 1}]]
+    assert [(r["member_id"], r["generation"], r["assignor"], r["group_instance_id"]) for r in written] == [
+        ("m1", 2, "cooperative-sticky", None), ("m2", 2, "cooperative-sticky", None),
+        ("m3", 2, "cooperative-sticky", None)]
+
+
+def test_rows_of_other_kinds_cross_in_blocks_too_and_keep_their_order():
+    import numpy as np
+
+    from schemas.partition_list import PartitionList
+    from schemas.rows import RevocationRow
+    from streaming.job.processor import output_rows
+
+    plain = [{"topic": "t", "partition": 4}]
+    revoked = RevocationRow(group_id="g", generation=2, event_time=1_000, member_id="m9", topic="a", partition=1,
+                            reason="moved", unit="partition", unit_id="a-1")
+    rows = [_assignment("m1", PartitionList(["a"], np.array([0]), np.array([1]))),
+            _assignment("m2", None),  # no partitions at all: null in the table
+            _assignment("m3", plain),  # a plain list (Streams and Connect rows)
+            revoked,
+            _assignment("m4", PartitionList(["a"], np.array([0]), np.array([0])))]
+    emitted = output_rows(rows)
+    assert [t for t, _, _ in emitted] == ["assignments:arrow", "revocations", "assignments:arrow"]
+    # Another writer's JSON row of the table is read as before, ahead of the blocks.
+    emitted.append((tables.ASSIGNMENTS, "g", '{"group_id": "g", "generation": 2, "event_time": 1000, '
+                    '"member_id": "m5", "partitions": [{"topic": "u", "partition": 9}]}'))
+    written = _written(emitted)
+    assert [(r["member_id"], r["partitions"]) for r in written] == [
+        ("m5", [{"topic": "u", "partition": 9}]), ("m1", [{"topic": "a", "partition": 1}]), ("m2", None),
+        ("m3", plain), ("m4", [{"topic": "a", "partition": 0}])]
+    output = pa.table({"table": [t for t, _, _ in emitted], "payload": [p for _, _, p in emitted]})
+    assert dict(output_tables(output, batch_id=0))[tables.ASSIGNMENTS].schema.field("partitions").type == \
+        pa.list_(pa.struct([("topic", pa.string()), ("partition", pa.int32())]))
+    assert [r["unit_id"] for r in _written(emitted, tables.REVOCATIONS)] == ["a-1"]
+
+
+def test_the_test_helper_reads_blocks_as_the_json_rows_they_replace():
+    from streaming.job.processor import output_row, output_rows
+    from streaming.testing import output_rows as read_output
+
+    rows = [_assignment("m1", [{"topic": "t", "partition": 4}]), _assignment("m2", None)]
+    as_json = [(t, g, p) for t, g, p in (output_row(r) for r in rows)]
+    frame = {"table": [t for t, _, _ in output_rows(rows)], "payload": [p for _, _, p in output_rows(rows)]}
+    json_frame = {"table": [t for t, _, _ in as_json], "payload": [p for _, _, p in as_json]}
+    assert read_output(frame) == read_output(json_frame)
+    assert [row["member_id"] for _, row in read_output(frame)] == ["m1", "m2"]
 
 
 def test_a_partition_list_reads_like_the_list_of_dicts_it_stands_for():
     import numpy as np
 
-    from schemas.partition_list import PartitionList, expand_json
+    from schemas.partition_list import PartitionList
 
     plain = [{"topic": "b", "partition": 7}, {"topic": "a", "partition": 0}]
     held = PartitionList(["a", "b"], np.array([1, 0]), np.array([7, 0]))
     assert held == plain and plain == held and list(held) == plain and held != plain[:1]
     assert len(held) == 2 and held[1] == plain[1] and held[-1:] == plain[-1:]
     assert repr(held) == repr(plain)
-    assert expand_json(held.compact() | {"topic": [1, 0], "partition": [7, 0]}) == plain
     with pytest.raises(TypeError):
         hash(held)
+
+
+def test_a_partition_number_beyond_the_column_type_is_refused_not_wrapped():
+    import numpy as np
+
+    from schemas.arrow import table_arrow_schema
+    from schemas.partition_list import PartitionList, partitions_array
+
+    list_type = table_arrow_schema(tables.ASSIGNMENTS).field("partitions").type
+    with pytest.raises(pa.ArrowInvalid, match="not in range"):
+        partitions_array([PartitionList(["a"], np.array([0]), np.array([2**31]))], list_type)
