@@ -34,6 +34,7 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
+from schemas.partition_list import PartitionList
 from schemas.rows import RejectedEventRow, TableRow
 
 from streaming.engine import EngineSettings, LagReport, MembershipEvent, advance, next_deadline
@@ -43,7 +44,7 @@ from streaming.errors import InvalidEventError
 from streaming.job.offsets_source import COORDINATOR, TOPIC_METADATA
 from streaming.job.operator_input import CLOCK
 from streaming.job.parse import HEARTBEAT, MEMBERSHIP
-from streaming.job.row_blocks import BLOCK_TABLES, block_table, encode_block
+from streaming.job.row_blocks import BLOCK_TABLES, MIN_BLOCK_ITEMS, block_table, encode_block, worth_a_block
 from streaming.job.state_bucket import StateBucket
 
 OUTPUT_SCHEMA = StructType([
@@ -70,6 +71,8 @@ def _plain(value: Any) -> Any:
         return None if np.isnan(value) else float(value)
     if isinstance(value, np.ndarray):
         return [_plain(v) for v in value.tolist()]
+    if isinstance(value, PartitionList):  # an assignments row's partitions: already plain dicts
+        return list(value)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -95,14 +98,14 @@ def output_row(row: TableRow) -> tuple[str, str | None, str]:
     return row.TABLE, row.get("group_id"), payload.decode()
 
 
-def output_rows(rows: list[TableRow]) -> list[tuple[str, str | None, str]]:
+def output_rows(rows: list[TableRow], min_block_items: int = MIN_BLOCK_ITEMS) -> list[tuple[str, str | None, str]]:
     """The engine's rows as the operator emits them, in their order: each run of consecutive rows of
-    a table in :data:`~streaming.job.row_blocks.BLOCK_TABLES` as one block (a generation's
-    ``assignments`` rows: one per member), every other row as its JSON."""
+    a table in :data:`~streaming.job.row_blocks.BLOCK_TABLES` as one block if it is large (a huge
+    group's generation: an ``assignments`` row per member), every other row as its JSON."""
     out: list[tuple[str, str | None, str]] = []
     for table, run in itertools.groupby(rows, key=attrgetter("TABLE")):
-        if table in BLOCK_TABLES:
-            run = list(run)
+        run = list(run)
+        if table in BLOCK_TABLES and worth_a_block(run, min_block_items):
             out.append((block_table(table), run[0].get("group_id"), encode_block(run)))
         else:
             out.extend(output_row(row) for row in run)

@@ -26,6 +26,12 @@ from schemas.rows import TableRow
 
 #: Tables whose rows travel as blocks: those a huge group writes one row per member of.
 BLOCK_TABLES = frozenset({tables.ASSIGNMENTS})
+#: A run of rows becomes a block from this many rows plus partitions on. A block has a fixed cost
+#: (the IPC stream and its compression: 2.2 ms to write and 0.8 ms to read for a 10-member
+#: generation, whose JSON rows cost 0.075 ms), which a large run repays many times over (a
+#: 10,000-member generation of 500,000 partitions: 0.08 s to write and 0.02 s to read, against
+#: 0.05 s and 0.18-0.45 s as JSON); small groups' generations stay JSON.
+MIN_BLOCK_ITEMS = 5_000
 _SUFFIX = ":arrow"
 _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 
@@ -33,6 +39,17 @@ _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 def block_table(table: str) -> str:
     """The operator output's table name for blocks of ``table``'s rows."""
     return table + _SUFFIX
+
+
+def worth_a_block(rows: Sequence[TableRow], min_items: int = MIN_BLOCK_ITEMS) -> bool:
+    """Whether a run of rows of a block table is large enough to travel as a block."""
+    items = len(rows)
+    for row in rows:
+        if items >= min_items:
+            return True
+        partitions = row.get("partitions")
+        items += len(partitions) if partitions is not None else 0
+    return items >= min_items
 
 
 def encode_block(rows: Sequence[TableRow]) -> str:

@@ -68,7 +68,7 @@ def test_a_generation_of_partition_lists_crosses_to_the_table_as_one_block_uncha
     rows = [_assignment("m1", PartitionList(["a", "b"], np.array([1, 0, 1]), np.array([7, 0, 2]))),
             _assignment("m2", PartitionList([], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))),
             _assignment("m3", PartitionList(["c"], np.array([0]), np.array([2**31 - 1])))]
-    emitted = output_rows(rows)
+    emitted = output_rows(rows, min_block_items=0)
     assert [(t, g) for t, g, _ in emitted] == [("assignments:arrow", "g")]
     written = _written(emitted)
     assert [r["partitions"] for r in written] == [
@@ -94,7 +94,7 @@ def test_rows_of_other_kinds_cross_in_blocks_too_and_keep_their_order():
             _assignment("m3", plain),  # a plain list (Streams and Connect rows)
             revoked,
             _assignment("m4", PartitionList(["a"], np.array([0]), np.array([0])))]
-    emitted = output_rows(rows)
+    emitted = output_rows(rows, min_block_items=0)
     assert [t for t, _, _ in emitted] == ["assignments:arrow", "revocations", "assignments:arrow"]
     # Another writer's JSON row of the table is read as before, ahead of the blocks.
     emitted.append((tables.ASSIGNMENTS, "g", '{"group_id": "g", "generation": 2, "event_time": 1000, '
@@ -109,16 +109,30 @@ def test_rows_of_other_kinds_cross_in_blocks_too_and_keep_their_order():
     assert [r["unit_id"] for r in _written(emitted, tables.REVOCATIONS)] == ["a-1"]
 
 
-def test_the_test_helper_reads_blocks_as_the_json_rows_they_replace():
-    from streaming.job.processor import output_row, output_rows
+def test_small_generations_stay_json_rows_and_read_as_their_blocks_would():
+    import numpy as np
+
+    from schemas.partition_list import PartitionList
+    from streaming.job.processor import output_rows
+    from streaming.job.row_blocks import MIN_BLOCK_ITEMS, worth_a_block
     from streaming.testing import output_rows as read_output
 
-    rows = [_assignment("m1", [{"topic": "t", "partition": 4}]), _assignment("m2", None)]
-    as_json = [(t, g, p) for t, g, p in (output_row(r) for r in rows)]
-    frame = {"table": [t for t, _, _ in output_rows(rows)], "payload": [p for _, _, p in output_rows(rows)]}
-    json_frame = {"table": [t for t, _, _ in as_json], "payload": [p for _, _, p in as_json]}
-    assert read_output(frame) == read_output(json_frame)
-    assert [row["member_id"] for _, row in read_output(frame)] == ["m1", "m2"]
+    rows = [_assignment("m1", PartitionList(["a", "b"], np.array([1, 0]), np.array([7, 0]))),
+            _assignment("m2", [{"topic": "t", "partition": 4}]), _assignment("m3", None)]
+    as_json, as_block = output_rows(rows), output_rows(rows, min_block_items=0)
+    assert [t for t, _, _ in as_json] == ["assignments"] * 3 and [t for t, _, _ in as_block] == ["assignments:arrow"]
+    assert _written(as_json) == _written(as_block)
+
+    def frame(emitted):
+        return {"table": [t for t, _, _ in emitted], "payload": [p for _, _, p in emitted]}
+
+    assert read_output(frame(as_json)) == read_output(frame(as_block))
+    assert [row["member_id"] for _, row in read_output(frame(as_block))] == ["m1", "m2", "m3"]
+    # Rows and partitions both count towards a block: 3 rows + 3 partitions.
+    assert worth_a_block(rows, 6) and not worth_a_block(rows, 7)
+    big = [_assignment(f"m{i}", PartitionList(["a"], np.zeros(50, dtype=np.int64), np.arange(50)))
+           for i in range(MIN_BLOCK_ITEMS // 51 + 1)]
+    assert [t for t, _, _ in output_rows(big)] == ["assignments:arrow"]
 
 
 def test_a_partition_list_reads_like_the_list_of_dicts_it_stands_for():
