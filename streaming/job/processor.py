@@ -2,7 +2,7 @@
 
 Rows in (:mod:`streaming.job.operator_input`), the engine (:func:`streaming.engine.advance`) per
 group, rows out: ``(table, group_id, payload JSON)``, which the sink splits into the Delta tables (a
-generation's ``assignments`` rows travel as one Arrow block instead: :mod:`streaming.job.row_blocks`).
+huge generation's ``assignments`` rows travel as one Arrow block instead: streaming.job.row_blocks).
 
 Spark's operator pays a fixed cost for every grouping key in a batch (measured at about 1 ms per key
 on 2 cores, docs/benchmarks/tws-probe.md), far more than our Python spends on a group. So the

@@ -4,11 +4,12 @@ The operator's output is ``(table, group_id, payload)`` rows, the payload a row'
 sink parses with the table's Arrow schema. That is cheap for the few rows of an ordinary batch, and
 costly for a huge group's generation: 10,000 ``assignments`` rows holding 500,000 partitions were
 9.9 MiB of JSON from the Python worker through the JVM to the driver, which the sink took 0.16-0.41 s
-to parse (docs/benchmarks/job.md). So the operator writes a run of consecutive rows of such a table
-as one row whose table is :func:`block_table` of it and whose payload is the rows as an Arrow IPC
-stream (zstd-compressed, base64 text: the output column is a string), built from the rows' columns
-(:func:`schemas.partition_list.partitions_array`): 2.1 MiB for that generation, read by the sink in
-about 0.015 s. Same rows, same types: the block has the table's own schema.
+to parse (docs/benchmarks/job.md). So the operator writes a large run of consecutive rows of such
+a table (:data:`MIN_BLOCK_ITEMS`) as one row whose table is :func:`block_table` of it and whose
+payload is the rows as an Arrow IPC stream (zstd-compressed, base64 text: the output column is a
+string), built from the rows' columns (:func:`schemas.partition_list.partitions_array`): 2.1 MiB for
+that generation, read by the sink in about 0.015 s. Same rows, same types: the block has the table's
+own schema. Small runs stay JSON rows, which cost less than a block's fixed cost.
 """
 
 from __future__ import annotations
