@@ -249,10 +249,16 @@ class _PartitionIndex:
         where two hold one partition, the first or the last of them is its owner."""
         out = np.full(self.total, -1, dtype=np.int64)
         flat = self.encode_columns(holdings)
-        exists = flat >= 0
         numbers = np.array([member_index.get(member_id, -2) for member_id in holdings.members], dtype=np.int64)
-        claimants = np.repeat(numbers, holdings.counts)[exists]
-        flat = flat[exists]
+        claimants = np.repeat(numbers, holdings.counts)
+        exists = flat >= 0
+        if not exists.all():
+            claimants, flat = claimants[exists], flat[exists]
+        if len(flat) == 0 or np.bincount(flat, minlength=self.total).max() <= 1:
+            # Nobody shares a partition (every valid assignment): one scatter, linear, where the
+            # sort below costs 0.05 s for a huge group's 500,000 partitions.
+            out[flat] = claimants
+            return out
         # np.unique gives each id's first position; over the reversed ids, its last one.
         kept = (np.unique(flat, return_index=True)[1] if first_wins
                 else len(flat) - 1 - np.unique(flat[::-1], return_index=True)[1])
@@ -263,13 +269,12 @@ class _PartitionIndex:
         """Per partition ``holdings`` lists, its id (-1: it does not exist)."""
         if len(holdings) == 0:
             return np.zeros(0, dtype=np.int64)
+        # A topic the index lacks is number -1, which reads the extra last slot: no partitions.
         numbers = np.array([self.topic_number.get(name, -1) for name in holdings.topics], dtype=np.int64)
         topics, parts = numbers[holdings.topic], holdings.partition
-        exists = topics >= 0
-        exists[exists] &= (parts[exists] >= 0) & (parts[exists] < self.counts[topics[exists]])
-        ids = np.full(len(topics), -1, dtype=np.int64)
-        ids[exists] = self.offsets[topics[exists]] + parts[exists]
-        return ids
+        counts = np.append(self.counts, 0)
+        exists = (parts >= 0) & (parts < counts[topics])
+        return np.where(exists, np.append(self.offsets, 0)[topics] + parts, -1)
 
     def encode(self, tps: Sequence[TopicPartition]) -> np.ndarray:
         """Ids of the partitions in ``tps`` that exist (others are skipped)."""
@@ -298,14 +303,19 @@ class _PartitionIndex:
         members x topics."""
         row_of_tuple: dict[tuple[str, ...], int] = {}
         rows: list[np.ndarray] = []
-        row_of_member = np.zeros(len(spec.members), dtype=np.int64)
-        for i, member in enumerate(spec.members):
-            row = row_of_tuple.get(member.topics)
-            if row is None:
-                flags = np.zeros(len(self.topics), dtype=bool)
-                flags[[self.topic_number[t] for t in member.topics if t in self.topic_number]] = True
-                row = row_of_tuple[member.topics] = len(rows)
-                rows.append(flags)
-            row_of_member[i] = row
+        row_of_member: list[int] = []
+        last, row = None, -1
+        for member in spec.members:
+            # Members that share a subscription mostly share its tuple (the engine's stored state
+            # does): an identity check, where hashing 100 topic names per member cost 0.02 s.
+            if member.topics is not last:
+                last = member.topics
+                row = row_of_tuple.get(last, -1)
+                if row < 0:
+                    flags = np.zeros(len(self.topics), dtype=bool)
+                    flags[[self.topic_number[t] for t in last if t in self.topic_number]] = True
+                    row = row_of_tuple[last] = len(rows)
+                    rows.append(flags)
+            row_of_member.append(row)
         matrix = np.array(rows, dtype=bool) if rows else np.zeros((0, len(self.topics)), dtype=bool)
-        return row_of_member, matrix
+        return np.array(row_of_member, dtype=np.int64), matrix

@@ -141,8 +141,8 @@ def claims_of_columns(members: Sequence[MemberSpec], layout: Layout, owned: Assi
     partition = owned.partition
     # As in collect_claims: a claim of a topic nobody subscribes to, or that no longer exists, or
     # of a partition number the topic does not have, is dropped.
-    valid = (member >= 0) & (topic >= 0) & (partition >= 0)
-    valid[valid] &= partition[valid] < layout.counts[topic[valid]]
+    # Topic -1 (not in the layout) reads the extra last slot: no partitions, so no valid claim.
+    valid = (member >= 0) & (partition >= 0) & (partition < np.append(layout.counts, 0)[topic])
     if not valid.all():
         member, topic, partition = member[valid], topic[valid], partition[valid]
     if len(member) > 1 and (member[1:] < member[:-1]).any():  # claims go in spec order, as members' are

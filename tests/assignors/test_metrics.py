@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import pytest
 
 from assignors import GroupAssignment, TopicPartition
@@ -126,3 +129,27 @@ def test_metrics_and_validation_of_a_half_million_partition_group():
     problems = validate(spec, answer)
     assert problems == []
     assert (m.members, m.partitions, m.imbalance, m.moved, m.stickiness) == (10_000, 500_000, 0, 50, 1.0)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["A", "B", "C", "gone"]),
+                          st.lists(st.tuples(st.sampled_from(["t", "u", "deleted"]), st.integers(-1, 4)), max_size=5)),
+                max_size=5),
+       st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_the_owner_of_each_partition_is_its_first_or_last_holder(holdings, first_wins):
+    from assignors.columns import AssignmentColumns
+    from assignors.metrics import _PartitionIndex
+
+    spec = group(member("A", ("t", "u")), member("B", ("t",)), member("C", ("u",)), topics={"t": 3, "u": 2})
+    index = _PartitionIndex(spec)
+    columns = AssignmentColumns.from_pairs([m for m, _ in holdings], [[TopicPartition(*tp) for tp in tps_]
+                                                                       for _, tps_ in holdings])
+    number = {"A": 0, "B": 1, "C": 2}
+    expected = [-1] * index.total
+    for member_id, tps_ in holdings:
+        for topic, partition in tps_:
+            if topic in ("t", "u") and 0 <= partition < spec.topics[topic].partitions:
+                at = int(index.offsets[index.topic_number[topic]]) + partition
+                if not first_wins or expected[at] == -1:
+                    expected[at] = number.get(member_id, -2)
+    assert index.owners(columns, number, first_wins=first_wins).tolist() == expected
