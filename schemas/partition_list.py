@@ -56,16 +56,20 @@ def partitions_array(lists: Sequence[Sequence[dict] | None], list_type: pa.ListT
     if not lists or not all(isinstance(held, PartitionList) for held in lists):
         return pa.array([None if held is None else list(held) for held in lists], list_type)
     lengths = np.fromiter((len(held) for held in lists), np.int64, count=len(lists))
-    # Each list numbers its own topics: shift its numbers by where its names start in all names.
-    name_counts = np.fromiter((len(held.topics) for held in lists), np.int64, count=len(lists))
-    name_starts = np.concatenate(([0], np.cumsum(name_counts)[:-1])).astype(np.int64)
-    names = pa.array(list(itertools.chain.from_iterable(held.topics for held in lists)), pa.string())
     empty = np.zeros(0, dtype=np.int64)
     topic = np.concatenate([held.topic for held in lists] or [empty]).astype(np.int64)
+    shared = lists[0].topics
+    if all(held.topics is shared for held in lists):  # one generation's lists: its names once
+        names = pa.array(shared, pa.string())
+    else:  # each list numbers its own topics: shift its numbers by where its names start in all names
+        name_counts = np.fromiter((len(held.topics) for held in lists), np.int64, count=len(lists))
+        name_starts = np.concatenate(([0], np.cumsum(name_counts)[:-1])).astype(np.int64)
+        names = pa.array(list(itertools.chain.from_iterable(held.topics for held in lists)), pa.string())
+        topic += np.repeat(name_starts, lengths)
     partition = np.concatenate([held.partition for held in lists] or [empty])
     struct_type = list_type.value_type
     values = pa.StructArray.from_arrays(
-        [names.take(pa.array(topic + np.repeat(name_starts, lengths))).cast(struct_type.field(0).type),
+        [names.take(pa.array(topic)).cast(struct_type.field(0).type),
          pa.array(partition, struct_type.field(1).type)], fields=list(struct_type))
     offsets = pa.array(np.concatenate(([0], np.cumsum(lengths))).astype(np.int32))
     return pa.ListArray.from_arrays(offsets, values, type=list_type)

@@ -154,31 +154,31 @@ def revocations(members: Mapping[str, Member], held: AssignmentColumns, assigned
     """Every partition a member held (``held``) and no longer holds (``assigned``): to whom it goes,
     and why."""
     numbering = {name: i for i, name in enumerate(dict.fromkeys(held.topics + assigned.topics))}
-    # Partitions as one integer each, compared as Python lists: a member's list compared with
-    # what it held is one C loop, and most members of a sticky rebalance hold what they held.
-    assigned_array = assigned.keys(numbering)
-    held_keys, assigned_keys = held.keys(numbering).tolist(), assigned_array.tolist()
+    # Partitions as one integer each; only the members whose list changed are walked (a sticky
+    # rebalance of a huge group: the 50 partitions of the one member that left, of 500,000).
+    held_keys, assigned_keys = held.keys(numbering), assigned.keys(numbering)
+    held_starts = (np.cumsum(held.counts) - held.counts).tolist()
     runs = dict(zip(assigned.members, assigned.runs()))
     revoked: list[tuple[str, int]] = []  # (member, place in held)
-    for member_id, (start, end) in zip(held.members, held.runs()):
-        before = held_keys[start:end]
+    for i in held.changed_runs(assigned, held_keys, assigned_keys):
+        member_id, start = held.members[i], held_starts[i]
         begin, stop = runs.get(member_id, (0, 0))
-        now = assigned_keys[begin:stop]
-        if now == before:
-            continue
-        kept = set(now)
+        kept = set(assigned_keys[begin:stop].tolist())
+        before = held_keys[start:start + int(held.counts[i])].tolist()
         revoked.extend((member_id, start + k) for k, key in enumerate(before) if key not in kept)
     if not revoked:
         return []
-    # New owners of the revoked partitions only: a huge group's first generation revokes nothing,
-    # and a member leaving it revokes 50 of 500,000. The last member listing one is its owner.
-    places = np.flatnonzero(np.isin(assigned_array, [held_keys[j] for _, j in revoked]))
+    # New owners of the revoked partitions only. The last member listing one is its owner.
+    places_in_held = np.array([j for _, j in revoked], dtype=np.int64)
+    revoked_keys = held_keys[places_in_held]
+    places = np.flatnonzero(np.isin(assigned_keys, revoked_keys))
     owners = np.searchsorted(np.cumsum(assigned.counts), places, side="right").tolist()
-    new_owner = dict(zip(assigned_array[places].tolist(), [assigned.members[i] for i in owners]))
-    names, topic_numbers, partitions = held.topics, held.topic.tolist(), held.partition.tolist()
+    new_owner = dict(zip(assigned_keys[places].tolist(), [assigned.members[i] for i in owners]))
+    names = held.topics
+    topic_numbers, partitions = held.topic[places_in_held].tolist(), held.partition[places_in_held].tolist()
     out = []
-    for mid, j in revoked:
-        tp = TopicPartition(names[topic_numbers[j]], partitions[j])
+    for (mid, _), topic_number, partition, key in zip(revoked, topic_numbers, partitions, revoked_keys.tolist()):
+        tp = TopicPartition(names[topic_number], partition)
         member = members.get(mid)
         if member is None:
             reason = "member_left"
@@ -191,26 +191,20 @@ def revocations(members: Mapping[str, Member], held: AssignmentColumns, assigned
         else:
             reason = "moved"
         out.append({"member_id": mid, "topic": tp.topic, "partition": tp.partition,
-                    "to_member": new_owner.get(held_keys[j]) or transferring.get(tp), "reason": reason,
+                    "to_member": new_owner.get(key) or transferring.get(tp), "reason": reason,
                     "unit": "partition", "unit_id": f"{tp.topic}-{tp.partition}"})
     return out
 
 
 def partition_holdings(members: Iterable[str], assigned: AssignmentColumns) -> list[dict]:
     """The ``assignments`` columns of each of ``members`` (a member ``assigned`` does not list
-    holds nothing): its id and its partitions in its list order, as a :class:`PartitionList` that
-    names only the topics the member holds."""
-    n_topics = max(len(assigned.topics), 1)
-    owner = np.repeat(np.arange(len(assigned.members), dtype=np.int64), assigned.counts)
-    # Each member's topics, numbered within the member: the distinct (member, topic) pairs.
-    pairs, local = np.unique(owner * n_topics + assigned.topic, return_inverse=True)
-    first = np.searchsorted(pairs // n_topics, np.arange(len(assigned.members) + 1))
-    local = local.reshape(-1) - first[owner]
-    names = np.array(assigned.topics, dtype=object)[pairs % n_topics].tolist() if len(pairs) else []
-    lists = {}
-    for i, (member_id, (start, end)) in enumerate(zip(assigned.members, assigned.runs())):
-        lists[member_id] = PartitionList(names[first[i]:first[i + 1]], local[start:end], assigned.partition[start:end])
-    empty = PartitionList([], local[:0], assigned.partition[:0])
+    holds nothing): its id and its partitions in its list order, as a :class:`PartitionList` over
+    ``assigned``'s columns (every member's list shares its topic names, so the generation's block
+    names each topic once: :func:`schemas.partition_list.partitions_array`)."""
+    topics, topic, partition = assigned.topics, assigned.topic, assigned.partition
+    lists = {member_id: PartitionList(topics, topic[start:end], partition[start:end])
+             for member_id, (start, end) in zip(assigned.members, assigned.runs())}
+    empty = PartitionList(topics, topic[:0], partition[:0])
     return [{"member_id": member_id, "partitions": lists.get(member_id, empty)} for member_id in members]
 
 

@@ -77,3 +77,27 @@ def test_same_as_compares_content_not_topic_numbering():
 def test_from_pairs_keeps_a_member_listed_twice():
     columns = AssignmentColumns.from_pairs(["a", "a"], [tps("t", 0), tps("t", 1)])
     assert columns.members == ["a", "a"] and columns.counts.tolist() == [1, 1]
+
+
+PAIRS = st.lists(st.tuples(st.sampled_from([f"m{i}" for i in range(5)]), st.lists(TP, max_size=5)), max_size=6)
+
+
+@given(PAIRS, PAIRS)
+@settings(max_examples=300, deadline=None)
+def test_changed_runs_are_the_members_whose_list_is_not_the_same_in_the_other_map(before, after):
+    held = AssignmentColumns.from_pairs([m for m, _ in before], [tps_ for _, tps_ in before])
+    assigned = AssignmentColumns.from_pairs([m for m, _ in after], [tps_ for _, tps_ in after])
+    numbering = {name: i for i, name in enumerate(dict.fromkeys(held.topics + assigned.topics))}
+    # A member listed twice in the other map reads as its last run (as a dict of its runs does).
+    now = dict(after)
+    expected = [i for i, (member_id, tps_) in enumerate(before) if tps_ and now.get(member_id, []) != tps_]
+    assert held.changed_runs(assigned, held.keys(numbering), assigned.keys(numbering)) == expected
+
+
+def test_changed_runs_finds_a_reordered_list_a_grown_one_and_a_member_that_left():
+    held = AssignmentColumns.from_lists({"same": tps("t", 0, 1), "reordered": tps("t", 2, 3), "grown": tps("t", 4),
+                                         "left": tps("t", 5), "empty": []})
+    assigned = AssignmentColumns.from_lists({"grown": tps("t", 4, 5), "same": tps("t", 0, 1),
+                                             "reordered": tps("t", 3, 2), "empty": tps("t", 6)})
+    numbering = {"t": 0}
+    assert held.changed_runs(assigned, held.keys(numbering), assigned.keys(numbering)) == [1, 2, 3]

@@ -158,3 +158,21 @@ def test_a_partition_number_beyond_the_column_type_is_refused_not_wrapped():
     list_type = table_arrow_schema(tables.ASSIGNMENTS).field("partitions").type
     with pytest.raises(pa.ArrowInvalid, match="not in range"):
         partitions_array([PartitionList(["a"], np.array([0]), np.array([2**31]))], list_type)
+
+
+def test_lists_sharing_their_topic_names_make_the_same_column_as_lists_with_their_own():
+    import numpy as np
+
+    from schemas.arrow import table_arrow_schema
+    from schemas.partition_list import PartitionList, partitions_array
+
+    list_type = table_arrow_schema(tables.ASSIGNMENTS).field("partitions").type
+    names = ["a", "b", "c"]  # one generation's topics, shared by every member's list
+    topic, partition = np.array([2, 0, 0, 1]), np.array([5, 1, 0, 9])
+    shared = [PartitionList(names, topic[0:2], partition[0:2]), PartitionList(names, topic[2:2], partition[2:2]),
+              PartitionList(names, topic[2:4], partition[2:4])]
+    own = [PartitionList(["c", "a"], np.array([0, 1]), np.array([5, 1])), PartitionList([], topic[:0], partition[:0]),
+           PartitionList(["b", "a"], np.array([1, 0]), np.array([0, 9]))]
+    column = partitions_array(shared, list_type)
+    assert column.equals(partitions_array(own, list_type))
+    assert column.to_pylist() == [list(held) for held in shared]
