@@ -223,8 +223,14 @@ def produce_simulation(bootstrap: str, topics: dict[str, str], sim_config: Simul
             "produce_s": round(elapsed, 1), "produce_records_per_s": round(stats.total / elapsed)}
 
 
+#: Appended to every scenario's name (its topics, tables and checkpoint) from the second run of
+#: ``--repeat`` on, so that a run in the same JVM starts from empty topics as the first did.
+RUN_SUFFIX = {"suffix": ""}
+
+
 def make_config(bootstrap: str, work: Path, name: str, **job: Any) -> Config:
     """A config of its own per run: topics, Delta root, checkpoint and Delta app id."""
+    name += RUN_SUFFIX["suffix"]
     config = Config().with_overrides(
         bootstrap_servers=bootstrap, membership_topic=f"{name}-membership", heartbeat_topic=f"{name}-heartbeats",
         output=str(work / name / "data"), checkpoint=str(work / name / "checkpoint"))
@@ -1425,6 +1431,7 @@ def markdown(results: dict) -> str:
             f"{r2['generation']} | {_fmt(r2['members'])} | - | {_fmt(r2['assignment_rows'])} | {_fmt(r2['moved'])} |",
             _round3_line(r3, big['members']),
             "",
+            *_earlier_runs_lines(big),
             f"Peak RSS during the scenario: driver JVM {big['rss']['peak_driver_jvm_rss_mib']:,} MiB, Python workers "
             f"{big['rss']['peak_python_workers_rss_mib']:,} MiB (sum), together {big['rss']['peak_total_rss_mib']:,} MiB. "
             f"Checkpoint state on disk: {big.get('checkpoint_state_mib', '-')} MiB. Load: {big['load_start']} -> {big['load_end']}.",
@@ -1500,6 +1507,19 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _earlier_runs_lines(big: dict) -> list[str]:
+    """With ``--repeat``, a sentence on the runs before the reported one in the same JVM."""
+    earlier = big.get("earlier_runs_in_this_jvm") or []
+    if not earlier:
+        return []
+    runs = "; ".join(f"run {i}: round 1 {_fmt((run.get('round1') or {}).get('from_first_batch_s'))} s from its first "
+                     f"batch, the leave {_fmt((run.get('round2') or {}).get('from_leave_produced_s'))} s, round 3 "
+                     f"{_fmt((run.get('round3') or {}).get('from_first_batch_s'))} s"
+                     for i, run in enumerate(earlier, 1))
+    return [f"The table is run {len(earlier) + 1} of {len(earlier) + 1} in one JVM (`--repeat`), the JVM warm from "
+            f"the runs before it ({runs}).", ""]
+
+
 def _round3_line(r3: dict, members: int) -> str:
     """The big-group table's row for round 3 (a second huge group while the job runs)."""
     if "from_first_batch_s" not in r3:
@@ -1563,9 +1583,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, help="throughput: records to produce (default 3,000,000)")
     parser.add_argument("--max-offsets-per-trigger", type=int,
                         help="throughput: records per micro-batch, for the job and the baseline (default: the config's)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run each chosen scenario N times in the same JVM and report the last (the JVM "
+                             "warm, as a running job's is); the earlier runs' results are kept beside it")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra Spark setting for the session (repeatable), e.g. to try JVM options")
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat wants a count of 1 or more, got {args.repeat}")
     extra_conf = {}
     for item in args.spark_conf:
         key, sep, value = item.partition("=")
@@ -1596,13 +1621,22 @@ def main(argv: list[str] | None = None) -> int:
         # A failing scenario is recorded with its error and the others still run and get written:
         # a long run should not lose its finished numbers to one late crash.
         def attempt(key: str, fn: Callable[[], dict]) -> None:
-            try:
-                results["scenarios"][key] = fn()
-            except Exception as exc:  # noqa: BLE001 - reported in the results, then re-raised at the end
-                import traceback
+            earlier = []
+            for run in range(1, args.repeat + 1):
+                if args.repeat > 1:
+                    print(f"[{key}] run {run} of {args.repeat} in this JVM", flush=True)
+                RUN_SUFFIX["suffix"] = f"-run{run}" if run > 1 else ""
+                try:
+                    result = fn()
+                except Exception as exc:  # noqa: BLE001 - reported in the results, then re-raised at the end
+                    import traceback
 
-                traceback.print_exc()
-                results["errors"] = {**results.get("errors", {}), key: f"{type(exc).__name__}: {exc}"[:2000]}
+                    traceback.print_exc()
+                    results["errors"] = {**results.get("errors", {}), key: f"{type(exc).__name__}: {exc}"[:2000]}
+                    return
+                if run < args.repeat:
+                    earlier.append(result)
+            results["scenarios"][key] = {**result, "earlier_runs_in_this_jvm": earlier} if earlier else result
 
         def throughput() -> dict:
             tp = scenario_throughput(spark, bootstrap, work, args.quick, args.records, args.max_offsets_per_trigger)
