@@ -113,12 +113,14 @@ class AssignmentColumns:
         shared = np.array([topic_number.get(name, -1) for name in self.topics], dtype=np.int64)[self.topic]
         return np.where(shared >= 0, (shared << 32) | (self.partition & 0xFFFFFFFF), -1)
 
-    def changed_runs(self, other: "AssignmentColumns", keys: np.ndarray, other_keys: np.ndarray) -> list[int]:
+    def changed_runs(self, other: "AssignmentColumns", keys: np.ndarray, other_keys: np.ndarray
+                     ) -> list[tuple[int, int]]:
         """Which of this map's members list something and do not list exactly that (the same
         partitions in the same order) in ``other`` (where a member it lacks holds nothing), as
-        indexes into :attr:`members`; ``keys`` and ``other_keys`` are both maps' :meth:`keys` in
-        one numbering. A sticky rebalance of a huge group changes a few of 10,000 runs: compared as
-        arrays, not run by run in Python."""
+        (index into :attr:`members`, index into ``other.members`` or -1 if it lacks the member;
+        of a member it lists twice, the last); ``keys`` and ``other_keys`` are both maps'
+        :meth:`keys` in one numbering. A sticky rebalance of a huge group changes a few of 10,000
+        runs: compared as arrays, not run by run in Python."""
         place = {member_id: i for i, member_id in enumerate(other.members)}
         there = np.array([place.get(member_id, -1) for member_id in self.members], dtype=np.int64)
         other_starts = np.cumsum(other.counts) - other.counts
@@ -133,7 +135,8 @@ class AssignmentColumns:
         changed = np.zeros(len(self.members), dtype=bool)
         changed[~same_size & (self.counts > 0)] = True
         changed[compared[np.repeat(np.arange(len(compared)), sizes)[differs]]] = True
-        return np.flatnonzero(changed).tolist()
+        changed_members = np.flatnonzero(changed)
+        return list(zip(changed_members.tolist(), there[changed_members].tolist()))
 
     def holds(self, tps: Sequence[TopicPartition]) -> np.ndarray:
         """Per partition of ``tps``, whether some member of the map lists it."""

@@ -243,6 +243,9 @@ class _PartitionIndex:
         self.offsets = np.concatenate(([0], np.cumsum(counts)))[:-1] if len(counts) else counts
         self.total = int(counts.sum())
         self.topic_of = np.repeat(np.arange(len(self.topics), dtype=np.int64), counts)
+        # Counts and offsets with an extra empty slot, which topic number -1 (unknown) reads.
+        self._counts_or_none = np.append(counts, 0)
+        self._offsets_or_none = np.append(self.offsets, 0)
 
     def owners(self, holdings: AssignmentColumns, member_index: Mapping[str, int], *, first_wins: bool) -> np.ndarray:
         """Owner per partition id (-1: nobody; -2: a member ``member_index`` lacks) in ``holdings``;
@@ -272,9 +275,8 @@ class _PartitionIndex:
         # A topic the index lacks is number -1, which reads the extra last slot: no partitions.
         numbers = np.array([self.topic_number.get(name, -1) for name in holdings.topics], dtype=np.int64)
         topics, parts = numbers[holdings.topic], holdings.partition
-        counts = np.append(self.counts, 0)
-        exists = (parts >= 0) & (parts < counts[topics])
-        return np.where(exists, np.append(self.offsets, 0)[topics] + parts, -1)
+        exists = (parts >= 0) & (parts < self._counts_or_none[topics])
+        return np.where(exists, self._offsets_or_none[topics] + parts, -1)
 
     def encode(self, tps: Sequence[TopicPartition]) -> np.ndarray:
         """Ids of the partitions in ``tps`` that exist (others are skipped)."""

@@ -157,13 +157,13 @@ def revocations(members: Mapping[str, Member], held: AssignmentColumns, assigned
     # Partitions as one integer each; only the members whose list changed are walked (a sticky
     # rebalance of a huge group: the 50 partitions of the one member that left, of 500,000).
     held_keys, assigned_keys = held.keys(numbering), assigned.keys(numbering)
-    held_starts = (np.cumsum(held.counts) - held.counts).tolist()
-    runs = dict(zip(assigned.members, assigned.runs()))
+    held_starts = np.cumsum(held.counts) - held.counts
+    assigned_starts = np.cumsum(assigned.counts) - assigned.counts
     revoked: list[tuple[str, int]] = []  # (member, place in held)
-    for i in held.changed_runs(assigned, held_keys, assigned_keys):
-        member_id, start = held.members[i], held_starts[i]
-        begin, stop = runs.get(member_id, (0, 0))
-        kept = set(assigned_keys[begin:stop].tolist())
+    for i, j in held.changed_runs(assigned, held_keys, assigned_keys):
+        member_id, start = held.members[i], int(held_starts[i])
+        begin = int(assigned_starts[j]) if j >= 0 else 0
+        kept = set(assigned_keys[begin:begin + int(assigned.counts[j])].tolist()) if j >= 0 else set()
         before = held_keys[start:start + int(held.counts[i])].tolist()
         revoked.extend((member_id, start + k) for k, key in enumerate(before) if key not in kept)
     if not revoked:

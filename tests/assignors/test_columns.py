@@ -90,7 +90,9 @@ def test_changed_runs_are_the_members_whose_list_is_not_the_same_in_the_other_ma
     numbering = {name: i for i, name in enumerate(dict.fromkeys(held.topics + assigned.topics))}
     # A member listed twice in the other map reads as its last run (as a dict of its runs does).
     now = dict(after)
-    expected = [i for i, (member_id, tps_) in enumerate(before) if tps_ and now.get(member_id, []) != tps_]
+    last_place = {member_id: j for j, (member_id, _) in enumerate(after)}
+    expected = [(i, last_place.get(member_id, -1)) for i, (member_id, tps_) in enumerate(before)
+                if tps_ and now.get(member_id, []) != tps_]
     assert held.changed_runs(assigned, held.keys(numbering), assigned.keys(numbering)) == expected
 
 
@@ -100,4 +102,4 @@ def test_changed_runs_finds_a_reordered_list_a_grown_one_and_a_member_that_left(
     assigned = AssignmentColumns.from_lists({"grown": tps("t", 4, 5), "same": tps("t", 0, 1),
                                              "reordered": tps("t", 3, 2), "empty": tps("t", 6)})
     numbering = {"t": 0}
-    assert held.changed_runs(assigned, held.keys(numbering), assigned.keys(numbering)) == [1, 2, 3]
+    assert held.changed_runs(assigned, held.keys(numbering), assigned.keys(numbering)) == [(1, 2), (2, 0), (3, -1)]
