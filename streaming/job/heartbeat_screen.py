@@ -33,6 +33,7 @@ values.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from schemas.events import HEARTBEAT_FIELDS, SCHEMA_VERSION, Field
 
@@ -119,9 +120,19 @@ _POSITIONS = _quote_positions(HEARTBEAT_FIELDS)
 _NON_EMPTY = tuple(f.name for f in HEARTBEAT_FIELDS if f.non_empty)
 
 
-def screen_batch(batch, heartbeat_topic: str, max_record_bytes: int):
-    """One Arrow record batch of Kafka source rows (:data:`SOURCE_COLUMNS`), with the screened
-    columns added and the value of every recognised heartbeat set to null."""
+class Recognised(NamedTuple):
+    """What the screen made of one record batch: which records it recognised (a boolean array, never
+    null) and the fields it cut out of them (null for every other record)."""
+
+    mask: object
+    group_id: object
+    member_id: object
+    event_time: object
+
+
+def recognise(batch, heartbeat_topic: str, max_record_bytes: int) -> Recognised:
+    """The canonical heartbeats of one Arrow record batch of Kafka source rows (its ``key``, ``value``
+    and ``topic`` read) and their three fields (see the module doc)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -152,9 +163,21 @@ def screen_batch(batch, heartbeat_topic: str, max_record_bytes: int):
 
     # A number's piece is ':<digits>,' (or ':<digits>}' last).
     event_time = pc.cast(pc.utf8_slice_codeunits(only_recognised(cut["event_time"]), 1, -1), pa.int64())
+    return Recognised(recognised, only_recognised(cut["group_id"]), only_recognised(cut["member_id"]), event_time)
+
+
+def screen_batch(batch, heartbeat_topic: str, max_record_bytes: int):
+    """One Arrow record batch of Kafka source rows (:data:`SOURCE_COLUMNS`), with the screened
+    columns added and the value of every recognised heartbeat set to null: each record's own row
+    (:func:`parse_screened`, the per-record view the exactness test reads)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = recognise(batch, heartbeat_topic, max_record_bytes)
+    value = batch.column("value")
     columns = [batch.column(name) for name in SOURCE_COLUMNS]
-    columns[SOURCE_COLUMNS.index("value")] = pc.if_else(recognised, pa.nulls(n, value.type), value)
-    columns += [only_recognised(cut["group_id"]), only_recognised(cut["member_id"]), event_time]
+    columns[SOURCE_COLUMNS.index("value")] = pc.if_else(found.mask, pa.nulls(batch.num_rows, value.type), value)
+    columns += [found.group_id, found.member_id, found.event_time]
     return pa.RecordBatch.from_arrays(columns, names=[*SOURCE_COLUMNS, *SCREENED_COLUMNS])
 
 
@@ -202,3 +225,93 @@ def parse_screened(records, membership_topic: str, heartbeat_topic: str, max_rec
                  "event_time": F.col(SCREENED_EVENT_TIME), "reject_reason": F.lit(None)}
     return parsed.select(*[F.when(recognised, overrides[c]).otherwise(F.col(c)).alias(c) if c in overrides
                            else F.col(c) for c in parsed.columns if c not in SCREENED_COLUMNS])
+
+
+#: Where the screen's packed and clock rows carry their values (by :data:`INPUT_COLUMNS` name):
+#: the parse after the screen has columns of the plain names of its own.
+_PACKED = {"group_key": "packed_group_key", "kind": "packed_kind", "member_id": "packed_member_id",
+           "event_time": "packed_event_time"}
+
+
+def screened_input(records, membership_topic: str, heartbeat_topic: str, max_record_bytes: int,
+                   reduce_within_ms: int | None):
+    """The heartbeat topic's Kafka source rows as the stateful operator's rows
+    (:func:`~streaming.job.operator_input.compacted_input` of the parse), the canonical heartbeats
+    recognised, packed and reduced in one Python step before the parse.
+
+    The same rows as the parse, narrowing and packing would give, up to how heartbeats are grouped
+    into packed rows and how many clock rows there are. One Arrow step
+    (:func:`screen_and_pack_batches`) recognises the canonical heartbeats, packs each member's (with
+    the reduction when ``reduce_within_ms`` is given) and adds a clock row at their newest time;
+    what it hands back to the JVM is the packed rows and the records it left to the parse, nothing
+    else. The parse then reads only those (a packed row's null value is its cheapest case, its
+    results overwritten here). A heartbeat the parse accepts gets a clock row of its own at its event
+    time, so that the watermark still follows every valid heartbeat (operator_input.CLOCK); those are
+    rare (another serialiser), and travel unpacked, each standing for one record.
+    """
+    import functools
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+    from streaming.job.operator_input import CLOCK, INPUT_COLUMNS, narrow_input
+    from streaming.job.parse import HEARTBEAT, parse_records
+
+    source = records.select(*SOURCE_COLUMNS)
+    packed_types = {"group_key": StringType(), "kind": StringType(), "member_id": StringType(),
+                    "event_time": LongType()}
+    # Every source column nullable: packed and clock rows have no Kafka record of their own.
+    schema = StructType([*[StructField(f.name, f.dataType, True) for f in source.schema.fields],
+                         *[StructField(_PACKED[name], t) for name, t in packed_types.items()],
+                         StructField("beat_times", ArrayType(LongType())),
+                         StructField("beat_weights", ArrayType(LongType()))])
+    screened = source.mapInArrow(functools.partial(screen_and_pack_batches, heartbeat_topic=heartbeat_topic,
+                                                   max_record_bytes=max_record_bytes,
+                                                   reduce_within_ms=reduce_within_ms), schema)
+    carry = (*_PACKED.values(), "beat_times", "beat_weights")
+    narrow = narrow_input(parse_records(screened, membership_topic, heartbeat_topic, max_record_bytes, carry=carry),
+                          carry=carry)
+    packed = F.col(_PACKED["kind"]).isNotNull()
+    parsed_beat = ~packed & (F.col("kind") == HEARTBEAT) & F.col("reject_reason").isNull()
+    # A parsed heartbeat twice: itself, and a clock row at its time (False, True).
+    copies = F.explode(F.when(parsed_beat, F.array(F.lit(False), F.lit(True))).otherwise(F.array(F.lit(False))))
+    clock = F.col("clock_copy")
+    own = {
+        "group_key": F.when(clock, F.lit("")).when(packed, F.col(_PACKED["group_key"])).otherwise(F.col("group_key")),
+        "kind": F.when(clock, F.lit(CLOCK)).when(packed, F.col(_PACKED["kind"])).otherwise(F.col("kind")),
+        "member_id": F.when(packed, F.col(_PACKED["member_id"])).when(~clock, F.col("member_id")),
+        "event_time": F.when(packed, F.col(_PACKED["event_time"])).otherwise(F.col("event_time")),
+        "reject_reason": F.when(~packed, F.col("reject_reason")),
+        "payload": F.when(~packed & ~clock, F.col("payload")),
+        "beat_times": F.when(clock, F.array().cast(ArrayType(LongType()))).otherwise(F.col("beat_times")),
+        "beat_weights": F.col("beat_weights"),
+    }
+    return narrow.select("*", copies.alias("clock_copy")).select(*[own[c].alias(c) for c in INPUT_COLUMNS])
+
+
+def screen_and_pack_batches(batches, heartbeat_topic: str, max_record_bytes: int, reduce_within_ms: int | None):
+    """The Arrow side of :func:`screened_input` (one input partition's record batches): the
+    records the screen does not recognise as they come, the recognised heartbeats packed as
+    :func:`~streaming.job.operator_input.pack_heartbeats` packs them."""
+    from streaming.job.operator_input import pack_heartbeats
+
+    def split(batch):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from streaming.job.operator_input import BEAT_TIMES, BEAT_WEIGHTS
+
+        found = recognise(batch, heartbeat_topic, max_record_bytes)
+        table = pa.Table.from_batches([batch]).select(list(SOURCE_COLUMNS))
+        added = [pa.field(_PACKED["group_key"], pa.string()), pa.field(_PACKED["kind"], pa.string()),
+                 pa.field(_PACKED["member_id"], pa.string()), pa.field(_PACKED["event_time"], pa.int64()),
+                 BEAT_TIMES, BEAT_WEIGHTS]
+        left = table.filter(pc.invert(found.mask))
+        for f in added:
+            left = left.append_column(f, pa.nulls(left.num_rows, f.type))
+        plain = pa.table({"group_key": found.group_id.filter(found.mask),
+                          "member_id": found.member_id.filter(found.mask),
+                          "event_time": found.event_time.filter(found.mask)})
+        return left.schema, left, plain, pc.max(found.event_time).as_py()
+
+    yield from pack_heartbeats(batches, split, reduce_within_ms, _PACKED)

@@ -29,7 +29,7 @@ from streaming.config import Config
 from streaming.job.args import add_job_arguments, config_from_args
 from streaming.job.bucket_keys import key_array, state_bucket
 from streaming.job.checkpoint_stamp import NEW_CHECKPOINT_ADVICE, check_or_write
-from streaming.job.heartbeat_screen import parse_screened
+from streaming.job.heartbeat_screen import screened_input
 from streaming.job.parse import parse_records
 
 log = logging.getLogger("rebalance_monitor.job")
@@ -63,22 +63,25 @@ def operator_rows(membership_records, heartbeat_records, config: Config):
     """The stateful operator's rows from the two topics' Kafka records (streaming sources in the
     job; a benchmark passes records held in memory): parsed, narrowed, a member's heartbeats packed.
 
-    With ``job.screen_heartbeats``, the heartbeat source's canonical heartbeats skip the parse
-    (heartbeat_screen.py) and carry only the columns the stateful operator reads.
+    With ``job.screen_heartbeats``, the heartbeat source's canonical heartbeats skip the parse and
+    are packed in the same Python step that recognises them (heartbeat_screen.screened_input).
     """
     from streaming.job.operator_input import compacted_input, narrow_input, uncompacted_input
 
     kafka = config.kafka
     topics = kafka.event_topics
-    parse_heartbeats = parse_screened if config.job.screen_heartbeats else parse_records
     membership = narrow_input(parse_records(membership_records, *topics, kafka.max_record_bytes))
-    heartbeats = narrow_input(parse_heartbeats(heartbeat_records, *topics, kafka.max_record_bytes))
     # A member's heartbeats in a batch travel as one row from here on (see compacted_input). The
     # membership topic has nothing to pack, so its tasks stay in the JVM: a Python worker would
     # cost them as much as the heartbeat tasks' packing (0.1-0.4 s a task at 10K events/s).
     # Only the heartbeats that can change a decision travel on; the others are counted (weights).
     reduce_within = config.job.min_session_timeout_ms if config.job.reduce_heartbeats else None
-    return uncompacted_input(membership).unionByName(compacted_input(heartbeats, reduce_within))
+    if config.job.screen_heartbeats:
+        heartbeats = screened_input(heartbeat_records, *topics, kafka.max_record_bytes, reduce_within)
+    else:
+        heartbeats = compacted_input(narrow_input(parse_records(heartbeat_records, *topics, kafka.max_record_bytes)),
+                                     reduce_within)
+    return uncompacted_input(membership).unionByName(heartbeats)
 
 
 def build_history(spark, config: Config):

@@ -9,6 +9,8 @@ travel as one row (:func:`compacted_input`).
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
 from schemas.events import MEMBERSHIP_FIELDS
@@ -31,9 +33,9 @@ INPUT_COLUMNS = ("group_key", "kind", "member_id", "event_time", "reject_reason"
                  "beat_weights")
 
 
-def narrow_input(parsed):
+def narrow_input(parsed, carry: tuple[str, ...] = ()):
     """The operator's input before compaction: :data:`INPUT_COLUMNS` but ``beat_times`` and
-    ``beat_weights``, from the parse's rows."""
+    ``beat_weights``, from the parse's rows (and the columns named in ``carry``, unchanged)."""
     from pyspark.sql import functions as F
 
     refused = F.col("reject_reason").isNotNull()
@@ -44,7 +46,8 @@ def narrow_input(parsed):
                .when(F.col("task_lags").isNotNull(), F.to_json(F.struct("task_lags"))))
     # Records that name no group still pass through (to rejected_events) under the "" key.
     group_key = F.coalesce(F.col("group_id"), F.lit("")).alias("group_key")
-    return parsed.select(group_key, "kind", "member_id", "event_time", "reject_reason", payload.alias("payload"))
+    return parsed.select(group_key, "kind", "member_id", "event_time", "reject_reason", payload.alias("payload"),
+                         *carry)
 
 
 def compacted_input(narrow, reduce_within_ms: int | None = None):
@@ -78,6 +81,9 @@ def uncompacted_input(narrow):
             .withColumn("beat_weights", F.lit(None).cast(ArrayType(LongType()))))
 
 
+BEAT_TIMES = pa.field("beat_times", pa.list_(pa.int64()))
+BEAT_WEIGHTS = pa.field("beat_weights", pa.list_(pa.int64()))
+
 #: Plain heartbeats packed together at most: a partition's slice of a micro-batch is packed as a
 #: whole up to this many (one row per member instead of one per member and Arrow batch), which bounds
 #: what the Python worker holds for a slice that was not rate-limited.
@@ -97,64 +103,76 @@ def compact_heartbeats(batches, reduce_within_ms: int | None = None):
     the only thing it may drop (a heartbeat far behind the stream's time is applied instead, and
     counted; it changes nothing).
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    yield from pack_heartbeats(batches, _split_parsed, reduce_within_ms)
 
-    beat_times = pa.field("beat_times", pa.list_(pa.int64()))
-    beat_weights = pa.field("beat_weights", pa.list_(pa.int64()))
+
+def _split_parsed(batch):
+    """A batch of narrowed rows as :func:`pack_heartbeats` takes it: (the schema out, the rows that
+    pass through, the plain heartbeats to pack, the newest valid heartbeat's time or None)."""
+    table = pa.Table.from_batches([batch])
+    schema = table.schema.append(BEAT_TIMES).append(BEAT_WEIGHTS)
+    is_beat = pc.and_(pc.fill_null(pc.equal(table["kind"], HEARTBEAT), False), pc.is_null(table["reject_reason"]))
+    # A plain heartbeat: not refused, and no payload (a Streams heartbeat's lags travel there).
+    plain_beat = pc.and_(is_beat, pc.is_null(table["payload"]))
+    others = table.filter(pc.invert(plain_beat))
+    others = (others.append_column(BEAT_TIMES, pa.nulls(others.num_rows, BEAT_TIMES.type))
+              .append_column(BEAT_WEIGHTS, pa.nulls(others.num_rows, BEAT_WEIGHTS.type)))
+    plain = table.filter(plain_beat).select(["group_key", "member_id", "event_time"])
+    return schema, others, plain, pc.max(table["event_time"].filter(is_beat)).as_py()
+
+
+def pack_heartbeats(batches, split, reduce_within_ms: int | None, names: dict[str, str] | None = None):
+    """A partition's record batches with each member's plain heartbeats packed into one row per
+    slice of up to :data:`PACK_AT_MOST` heartbeats, and one :data:`CLOCK` row per batch (see
+    :func:`compact_heartbeats`).
+
+    ``split(batch)`` says what a batch holds: (the schema out, the rows that pass through in it,
+    the plain heartbeats as ``group_key``, ``member_id``, ``event_time``, the newest valid
+    heartbeat's time or None). ``names`` maps :data:`INPUT_COLUMNS` to the columns of the schema
+    out that take a packed or clock row's values (the same names when not given); the schema's
+    other columns are null on those rows."""
+
+    names = names or {}
     waiting: list[pa.Table] = []
     waiting_rows = 0
     schema = None
     for batch in batches:
-        table = pa.Table.from_batches([batch])
-        schema = table.schema.append(beat_times).append(beat_weights)
-        is_beat = pc.and_(pc.fill_null(pc.equal(table["kind"], HEARTBEAT), False), pc.is_null(table["reject_reason"]))
-        # A plain heartbeat: not refused, and no payload (a Streams heartbeat's lags travel there).
-        plain_beat = pc.and_(is_beat, pc.is_null(table["payload"]))
-        others = table.filter(pc.invert(plain_beat))
-        others = (others.append_column(beat_times, pa.nulls(others.num_rows, beat_times.type))
-                  .append_column(beat_weights, pa.nulls(others.num_rows, beat_weights.type)))
-        parts = [others]
-        newest = pc.max(table["event_time"].filter(is_beat)).as_py()
+        schema, passing, plain, newest = split(batch)
+        parts = [passing]
         if newest is not None:
-            clock = {"group_key": pa.array([""], table.schema.field("group_key").type),
-                     "kind": pa.array([CLOCK], table.schema.field("kind").type),
-                     "member_id": pa.nulls(1, table.schema.field("member_id").type),
-                     "event_time": pa.array([newest], table.schema.field("event_time").type),
-                     "reject_reason": pa.nulls(1, table.schema.field("reject_reason").type),
-                     "payload": pa.nulls(1, table.schema.field("payload").type),
-                     "beat_times": pa.array([[]], beat_times.type),
-                     "beat_weights": pa.nulls(1, beat_weights.type)}
-            parts.append(pa.Table.from_arrays([clock[f.name] for f in schema], schema=schema))
+            parts.append(_rows_of(schema, names, 1, group_key=pa.array([""]), kind=pa.array([CLOCK]),
+                                  event_time=pa.array([newest], pa.int64()),
+                                  beat_times=pa.array([[]], BEAT_TIMES.type)))
         yield from pa.concat_tables(parts).to_batches()
-        plain = table.filter(plain_beat).select(["group_key", "member_id", "event_time"])
         waiting.append(plain)
         waiting_rows += plain.num_rows
         if waiting_rows >= PACK_AT_MOST:
-            yield from _packed(pa.concat_tables(waiting), schema, reduce_within_ms).to_batches()
+            yield from _packed(pa.concat_tables(waiting), schema, names, reduce_within_ms).to_batches()
             waiting, waiting_rows = [], 0
     if waiting_rows:
-        yield from _packed(pa.concat_tables(waiting), schema, reduce_within_ms).to_batches()
+        yield from _packed(pa.concat_tables(waiting), schema, names, reduce_within_ms).to_batches()
 
 
-def _packed(plain, schema, reduce_within_ms: int | None):
+def _packed(plain, schema, names: dict[str, str], reduce_within_ms: int | None):
     """Plain heartbeats (group_key, member_id, event_time) as packed rows of ``schema``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     from streaming.job.heartbeat_reduction import reduce_member_heartbeats
 
     packed = reduce_member_heartbeats(plain, reduce_within_ms)
     n = packed.num_rows
-    columns = {
-        "group_key": packed["group_key"],
-        "kind": pc.fill_null(pa.nulls(n, schema.field("kind").type), HEARTBEAT),
-        "member_id": packed["member_id"],
-        "event_time": packed["event_time"],
-        "reject_reason": pa.nulls(n, schema.field("reject_reason").type),
-        "payload": pa.nulls(n, schema.field("payload").type),
-        "beat_times": packed["beat_times"],
-        "beat_weights": packed["beat_weights"],
-    }
+    return _rows_of(schema, names, n, group_key=packed["group_key"], kind=pa.repeat(HEARTBEAT, n),
+                    member_id=packed["member_id"], event_time=packed["event_time"],
+                    beat_times=packed["beat_times"], beat_weights=packed["beat_weights"])
+
+
+def _rows_of(schema, names: dict[str, str], n: int, **values):
+    """``n`` rows of ``schema``: ``values`` by their :data:`INPUT_COLUMNS` name in the columns
+    ``names`` gives them, every other column null."""
+
+    by_column = {names.get(name, name): array for name, array in values.items()}
+    columns = []
+    for f in schema:
+        array = by_column.get(f.name)
+        columns.append(pa.nulls(n, f.type) if array is None else array.cast(f.type))
     # Built against the input's schema: its nullability flags (group_key is never null) must match.
-    return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
+    return pa.Table.from_arrays(columns, schema=schema)

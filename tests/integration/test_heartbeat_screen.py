@@ -13,7 +13,8 @@ import random
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.job.heartbeat_screen import PATTERN, parse_screened
+from streaming.job.heartbeat_screen import PATTERN, parse_screened, screened_input
+from streaming.job.operator_input import CLOCK, compacted_input, narrow_input
 from streaming.job.parse import parse_records
 
 pytestmark = pytest.mark.integration
@@ -156,12 +157,12 @@ def test_a_heartbeat_on_another_topic_is_left_to_the_parse(spark):
     assert parsed["reject_reason"] == "record from unexpected topic elsewhere"
 
 
-def test_random_mutations_of_canonical_heartbeats_agree_with_the_parse(spark):
-    rng = random.Random(20261126)
+def _mutations(rng: random.Random, count: int) -> list[tuple[bytes, bytes]]:
+    """``count`` canonical heartbeats with one or two random byte edits each, keyed b"g"."""
     alphabet = [b'"', b"\\", b"{", b"}", b":", b",", b" ", b"\n", b"0", b"1", b"-", b".", b"e", b"a", b"\x00",
                 b"\xc3\xa9", b"\xff", b"u", b"null", b"[", b"]"]
     records = []
-    for _ in range(3_000):
+    for _ in range(count):
         value = bytearray(beat(generation=rng.choice([DROP, 3, -1])))
         for _ in range(rng.randint(1, 2)):
             at = rng.randrange(len(value) + 1)
@@ -173,11 +174,88 @@ def test_random_mutations_of_canonical_heartbeats_agree_with_the_parse(spark):
             else:
                 del value[at:at + rng.randint(1, 3)]
         records.append((b"g", bytes(value)))
+    return records
+
+
+def test_random_mutations_of_canonical_heartbeats_agree_with_the_parse(spark):
+    records = _mutations(random.Random(20261126), 3_000)
     pairs = _both(spark, records)
     recognised = _assert_agree(records, pairs)
     # Some mutations keep a canonical heartbeat (a digit for a digit, a letter in an id): the
     # comparison above is then not vacuous.
     assert 100 < len(recognised) < len(records)
+
+
+def _operator_rows(spark, records, screen: bool, reduce_within_ms):
+    """The stateful operator's rows of ``records`` on the heartbeat topic, as the job builds them
+    with the screen (screened_input) or without it (parse, narrow, pack)."""
+    df = _rows(spark, records)
+    if screen:
+        rows = screened_input(df, M, H, LIMIT, reduce_within_ms)
+    else:
+        rows = compacted_input(narrow_input(parse_records(df, M, H, LIMIT)), reduce_within_ms)
+    return [r.asDict() for r in rows.collect()]
+
+
+def _records_and_clock(rows):
+    """What the operator makes of its rows: every record (a packed row unpacked into its heartbeat
+    times, each with the records it stands for) and the clock rows' times (the watermark's input)."""
+    records, clocks = {}, []
+    for r in rows:
+        if r["kind"] == CLOCK:
+            assert r["group_key"] == "" and r["member_id"] is None and r["beat_times"] == [], r
+            clocks.append(r["event_time"])
+            continue
+        times = r["beat_times"] if r["beat_times"] is not None else [r["event_time"]]
+        weights = r["beat_weights"] or [1] * len(times)
+        for t, w in zip(times, weights):
+            key = (r["group_key"], r["kind"], r["member_id"], t, r["reject_reason"], r["payload"])
+            records[key] = records.get(key, 0) + w
+    return records, clocks
+
+
+def _member_totals(records):
+    """Per (group, member): the heartbeat records counted and the newest heartbeat time."""
+    totals = {}
+    for (group, kind, member, t, reason, payload), weight in records.items():
+        if kind == "heartbeat" and reason is None and payload is None:
+            count, newest = totals.get((group, member), (0, -1))
+            totals[group, member] = (count + weight, max(newest, t))
+    return totals
+
+
+def test_the_jobs_screened_and_packed_rows_hold_the_same_records_as_the_parse_and_packing(spark):
+    rng = random.Random(20261128)
+    members = [(f"g{g}", f"m{m}") for g in range(4) for m in range(3)]
+    canonical = [beat(group_id=g, member_id=m, event_time=1_767_225_600_000 + 150 * i + rng.randrange(100))
+                 for i in range(40) for g, m in members]
+    # Valid heartbeats of another serialiser (spaces): the parse's, each with a clock row of its own.
+    spaced = [json.dumps(json.loads(v)).encode() for v in rng.sample(canonical, 30)]
+    spaced.append(json.dumps(json.loads(beat(group_id="g9", member_id="late-writer",
+                                             event_time=1_767_225_900_000))).encode())
+    lags = [beat(group_id="g1", member_id="m1", task_lags={"0_1": 5})]
+    values = canonical + spaced + lags + [v for v in CANONICAL + NEAR_MISSES]
+    records = [(_key(v), v) for v in values] + _mutations(rng, 500)
+    rng.shuffle(records)
+
+    unscreened, unscreened_clock = _records_and_clock(_operator_rows(spark, records, False, None))
+    screened, screened_clock = _records_and_clock(_operator_rows(spark, records, True, None))
+    assert screened == unscreened
+    # The newest heartbeat is a near miss (event_time 2^63 - 1) the parse accepts.
+    assert max(screened_clock) == max(unscreened_clock) == 9_223_372_036_854_775_807
+    assert 1_767_225_900_000 in screened_clock  # the spaced heartbeat's own clock row
+    assert sum(unscreened.values()) == len(records)
+
+    # With the reduction the kept heartbeats may differ (the screen reduces only its own), never
+    # what each member's heartbeats count for, nor any other record.
+    reduced, reduced_clock = _records_and_clock(_operator_rows(spark, records, True, 6_000))
+    assert max(reduced_clock) == max(unscreened_clock)
+    assert _member_totals(reduced) == _member_totals(unscreened)
+    plain = {k for k in unscreened if k[1] == "heartbeat" and k[4] is None and k[5] is None}
+    assert {k: w for k, w in reduced.items() if k not in plain} == {k: w for k, w in unscreened.items()
+                                                                    if k not in plain}
+    kept = [k for k in reduced if k in plain]
+    assert len(kept) < len(plain) / 2, (len(kept), len(plain))  # most canonical heartbeats dropped
 
 
 def test_the_pattern_is_anchored_at_both_ends():
