@@ -32,6 +32,7 @@ values.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -204,9 +205,11 @@ def parse_screened(records, membership_topic: str, heartbeat_topic: str, max_rec
     recognised heartbeat (kind, group, member, event time; no refusal reason, no task lags) are
     filled: its other fields stay null. One Python step before the parse, which then meets a null
     value for every recognised record (the cheapest row it has: it refuses it as empty at once,
-    a reason overwritten here)."""
-    import functools
+    a reason overwritten here).
 
+    The job reads heartbeats with :func:`screened_input`, which packs what this recognises in the
+    same step; this per-record view of the same recognition is what the exactness test and
+    bench/parse.py compare with the parse record by record."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -249,8 +252,6 @@ def screened_input(records, membership_topic: str, heartbeat_topic: str, max_rec
     time, so that the watermark still follows every valid heartbeat (operator_input.CLOCK); those are
     rare (another serialiser), and travel unpacked, each standing for one record.
     """
-    import functools
-
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
@@ -295,23 +296,25 @@ def screen_and_pack_batches(batches, heartbeat_topic: str, max_record_bytes: int
     :func:`~streaming.job.operator_input.pack_heartbeats` packs them."""
     from streaming.job.operator_input import pack_heartbeats
 
-    def split(batch):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from streaming.job.operator_input import BEAT_TIMES, BEAT_WEIGHTS
-
-        found = recognise(batch, heartbeat_topic, max_record_bytes)
-        table = pa.Table.from_batches([batch]).select(list(SOURCE_COLUMNS))
-        added = [pa.field(_PACKED["group_key"], pa.string()), pa.field(_PACKED["kind"], pa.string()),
-                 pa.field(_PACKED["member_id"], pa.string()), pa.field(_PACKED["event_time"], pa.int64()),
-                 BEAT_TIMES, BEAT_WEIGHTS]
-        left = table.filter(pc.invert(found.mask))
-        for f in added:
-            left = left.append_column(f, pa.nulls(left.num_rows, f.type))
-        plain = pa.table({"group_key": found.group_id.filter(found.mask),
-                          "member_id": found.member_id.filter(found.mask),
-                          "event_time": found.event_time.filter(found.mask)})
-        return left.schema, left, plain, pc.max(found.event_time).as_py()
-
+    split = functools.partial(_split_screened, heartbeat_topic=heartbeat_topic, max_record_bytes=max_record_bytes)
     yield from pack_heartbeats(batches, split, reduce_within_ms, _PACKED)
+
+
+def _split_screened(batch, heartbeat_topic: str, max_record_bytes: int):
+    """A batch of Kafka source rows as :func:`~streaming.job.operator_input.pack_heartbeats` takes
+    it: the records left to the parse (with the packed columns, null), the recognised heartbeats."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from streaming.job.operator_input import BEAT_TIMES, BEAT_WEIGHTS
+
+    found = recognise(batch, heartbeat_topic, max_record_bytes)
+    left = pa.Table.from_batches([batch]).select(list(SOURCE_COLUMNS)).filter(pc.invert(found.mask))
+    added = [pa.field(_PACKED["group_key"], pa.string()), pa.field(_PACKED["kind"], pa.string()),
+             pa.field(_PACKED["member_id"], pa.string()), pa.field(_PACKED["event_time"], pa.int64()),
+             BEAT_TIMES, BEAT_WEIGHTS]
+    for f in added:
+        left = left.append_column(f, pa.nulls(left.num_rows, f.type))
+    plain = pa.table({"group_key": found.group_id.filter(found.mask), "member_id": found.member_id.filter(found.mask),
+                      "event_time": found.event_time.filter(found.mask)})
+    return left.schema, left, plain, pc.max(found.event_time).as_py()
