@@ -236,6 +236,19 @@ _PACKED = {"group_key": "packed_group_key", "kind": "packed_kind", "member_id": 
            "event_time": "packed_event_time"}
 
 
+@functools.cache
+def _packed_fields():
+    """The Arrow fields the screen's step adds to the Kafka columns (the Spark schema is built from
+    them): a packed or clock row's values, and the packed heartbeat times and weights."""
+    import pyarrow as pa
+
+    from streaming.job.operator_input import BEAT_TIMES, BEAT_WEIGHTS
+
+    return (pa.field(_PACKED["group_key"], pa.string()), pa.field(_PACKED["kind"], pa.string()),
+            pa.field(_PACKED["member_id"], pa.string()), pa.field(_PACKED["event_time"], pa.int64()),
+            BEAT_TIMES, BEAT_WEIGHTS)
+
+
 def screened_input(records, membership_topic: str, heartbeat_topic: str, max_record_bytes: int,
                    reduce_within_ms: int | None):
     """The heartbeat topic's Kafka source rows as the stateful operator's rows
@@ -253,19 +266,16 @@ def screened_input(records, membership_topic: str, heartbeat_topic: str, max_rec
     rare (another serialiser), and travel unpacked, each standing for one record.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
     from streaming.job.operator_input import CLOCK, INPUT_COLUMNS, narrow_input
     from streaming.job.parse import HEARTBEAT, parse_records
 
     source = records.select(*SOURCE_COLUMNS)
-    packed_types = {"group_key": StringType(), "kind": StringType(), "member_id": StringType(),
-                    "event_time": LongType()}
     # Every source column nullable: packed and clock rows have no Kafka record of their own.
     schema = StructType([*[StructField(f.name, f.dataType, True) for f in source.schema.fields],
-                         *[StructField(_PACKED[name], t) for name, t in packed_types.items()],
-                         StructField("beat_times", ArrayType(LongType())),
-                         StructField("beat_weights", ArrayType(LongType()))])
+                         *[StructField(f.name, from_arrow_type(f.type)) for f in _packed_fields()]])
     screened = source.mapInArrow(functools.partial(screen_and_pack_batches, heartbeat_topic=heartbeat_topic,
                                                    max_record_bytes=max_record_bytes,
                                                    reduce_within_ms=reduce_within_ms), schema)
@@ -306,14 +316,9 @@ def _split_screened(batch, heartbeat_topic: str, max_record_bytes: int):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from streaming.job.operator_input import BEAT_TIMES, BEAT_WEIGHTS
-
     found = recognise(batch, heartbeat_topic, max_record_bytes)
     left = pa.Table.from_batches([batch]).select(list(SOURCE_COLUMNS)).filter(pc.invert(found.mask))
-    added = [pa.field(_PACKED["group_key"], pa.string()), pa.field(_PACKED["kind"], pa.string()),
-             pa.field(_PACKED["member_id"], pa.string()), pa.field(_PACKED["event_time"], pa.int64()),
-             BEAT_TIMES, BEAT_WEIGHTS]
-    for f in added:
+    for f in _packed_fields():
         left = left.append_column(f, pa.nulls(left.num_rows, f.type))
     plain = pa.table({"group_key": found.group_id.filter(found.mask), "member_id": found.member_id.filter(found.mask),
                       "event_time": found.event_time.filter(found.mask)})
