@@ -36,6 +36,14 @@ CASES = [
     (json.dumps({**GOOD, "member_id": 12}), "field member_id: expected string, got 12"),
     (json.dumps({**GOOD, "member_id": {"a": 1}}), 'field member_id: expected string, got {"a":1}'),
     (json.dumps({**GOOD, "generation": 7, "session_timeout_ms": 45000}), None),
+    # Nor do list elements: a topic name is a JSON string, not 1 read as "1" (nor a list as its JSON).
+    (json.dumps({**GOOD, "topics": [1]}), "field topics: expected array<string>, got [1]"),
+    (json.dumps({**GOOD, "topics": ["t", {"a": 1}]}), 'field topics: expected array<string>, got ["t",{"a":1}]'),
+    (json.dumps({**GOOD, "topics": [["t"]]}), 'field topics: expected array<string>, got [["t"]]'),
+    (json.dumps({**GOOD, "topics": "t"}), 'field topics: expected array<string>, got "t"'),
+    (json.dumps({**GOOD, "topics": ["t", None]}), "field topics: a topic name is empty"),
+    (json.dumps({**GOOD, "topics": ["t", "  "]}), "field topics: a topic name is empty"),
+    (json.dumps({**GOOD, "topics": [""]}), "field topics: a topic name is empty"),
     (json.dumps({k: v for k, v in GOOD.items() if k != "group_id"}), "missing required field group_id"),
     (json.dumps({**GOOD, "group_id": " "}), "field group_id must not be empty"),
     (json.dumps({**GOOD, "type": "explode"}), "field type: unknown value 'explode' (expected one of join, leave, update, workload)"),
@@ -83,3 +91,13 @@ def test_heartbeats_need_only_their_own_fields_and_a_matching_key(spark):
         "record from unexpected topic stray-topic",
         'field event_time: expected bigint, got "5"',
     ]
+
+
+def test_topic_names_are_read_as_written(spark):
+    """Escapes, non-ASCII, an empty list, a key that differs only in case (keys match as written),
+    and NUL inside names, which the blank-name check's shortcut joins with."""
+    lists = [["q\"uote", "back\\slash", "\u00e9", "\u2028", "💥"], [], ["a\u0000", "\u0000b"], ["a b", " x "]]
+    rows = _parse(spark, [("g", json.dumps({**GOOD, "topics": t}), M) for t in lists]
+                  + [("g", json.dumps({**GOOD, "topics": ["t"], "Topics": [1]}), M)])
+    assert [r.reject_reason for r in rows] == [None] * 5
+    assert [r.topics for r in rows] == lists + [["t"]]
