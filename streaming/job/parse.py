@@ -85,9 +85,9 @@ def _json_kind_is(name: str, field_type: str) -> Column:
 def _field_problems(f: Field) -> list[Column]:
     """Reasons this field makes the record invalid, in order of precedence (null = fine).
 
-    They read the field's typed column, which parse_records has already computed: a variant
-    lookup costs about half a microsecond, and Spark does not share one between the branches of
-    a CASE. A field that has a typed value is present, so a valid record never asks the variant
+    They read the field's typed column, which parse_records has already computed: a typed read
+    of a variant costs about half a microsecond, and Spark does not share one between the
+    branches of a CASE. A field that has a typed value is present, so a valid record never asks the variant
     whether a field is there; only a record with a field missing or mistyped pays for that.
     """
     typed = F.col(f.name)
