@@ -424,7 +424,7 @@ def test_a_broker_outage_is_silence_not_departure(kafka_broker, spark, tmp_path,
             time.sleep(1)
         broker.start(port, directory)
         polls_in_outage = [r for r in collector.results[polls_before_outage:]]
-        after = group.settle(timeout_s=240)
+        after = group.settle(timeout_s=240, replace_stuck_after_s=60)
         collector.polls_after(POLLS_PAST)
     finally:
         if collector is not None:
