@@ -224,8 +224,9 @@ def parse_records(records: DataFrame, membership_topic: str, heartbeat_topic: st
         F.when(F.col("v").isNull(), F.lit("not valid JSON")),
         # v parsed, so the value is JSON: it is an object when its first non-blank character is
         # "{" (JSON's blanks: space, tab, CR, LF). Far cheaper than asking the variant its schema.
-        # (Only the left end: a trim of the right end with a set of characters walks the whole value.)
-        F.when(~F.ltrim("raw_value", F.lit(" \t\n\r")).startswith("{"), F.lit("not a JSON object")),
+        # Only the left end is trimmed (a right-hand trim with a set of characters walks the whole
+        # value), in SQL's words: the two-argument ltrim() logs a deprecation warning.
+        F.when(~F.expr("trim(LEADING ' \t\n\r' FROM raw_value)").startswith("{"), F.lit("not a JSON object")),
     ]
     version = [
         F.when(F.col("schema_version") > SCHEMA_VERSION,
