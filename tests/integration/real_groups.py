@@ -287,9 +287,8 @@ class RealGroup:
         cluster restarted: a librdkafka consumer can stay stuck on its dead connection and never
         send JoinGroup again (seen once in CI with librdkafka 2.x: two of three consumers rejoined
         2 s after the restart, the third not in 4 minutes); a real application would restart it."""
-        started = time.monotonic()
-        deadline = started + timeout_s
-        outside_since: dict[int, float] = {}
+        deadline = time.monotonic() + timeout_s
+        outside_since: dict[object, float] = {}  # consumer -> when this wait first saw it outside
         while time.monotonic() < deadline:
             if replace_stuck_after_s is not None:
                 self._replace_stuck(outside_since, replace_stuck_after_s)
@@ -303,13 +302,13 @@ class RealGroup:
         raise AssertionError(f"group {self.group_id} did not settle within {timeout_s:.0f} s: "
                              f"coordinator says {self.describe()}, consumers say {mine}")
 
-    def _replace_stuck(self, outside_since: dict[int, float], after_s: float) -> None:
+    def _replace_stuck(self, outside_since: dict[object, float], after_s: float) -> None:
         now = time.monotonic()
         for c in list(self.consumers):
             if c.member_id is not None:
-                outside_since.pop(id(c), None)
+                outside_since.pop(c, None)
                 continue
-            since = outside_since.setdefault(id(c), now)
+            since = outside_since.setdefault(c, now)
             if now - since < after_s:
                 continue
             log.warning("consumer %s has had no member id for %.0f s (client errors: %s): replacing it",
