@@ -87,8 +87,8 @@ def _field_problems(f: Field) -> list[Column]:
 
     They read the field's typed column, which parse_records has already computed: a typed read
     of a variant costs about half a microsecond, and Spark does not share one between the
-    branches of a CASE. A field that has a typed value is present, so a valid record never asks the variant
-    whether a field is there; only a record with a field missing or mistyped pays for that.
+    branches of a CASE. A field that has a typed value is present, so a valid record never asks
+    the variant whether a field is there; only a record with a field missing or mistyped pays.
     """
     typed = F.col(f.name)
     shown = F.substring(F.expr(f"to_json({_raw(f.name)})"), 1, 80)

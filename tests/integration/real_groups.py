@@ -120,6 +120,7 @@ class CrashableConsumer:
 
     def __init__(self, config: Mapping[str, object], topics: list[str], name: str):
         self.config, self.topics, self.name = dict(config), topics, name
+        self.errors: list[str] = []  # its client's errors stay in the child process
         self.member_id: str | None = None
         self.assignment: frozenset[tuple[str, int]] = frozenset()
         self._process: subprocess.Popen | None = None
@@ -312,7 +313,7 @@ class RealGroup:
             if now - since < after_s:
                 continue
             log.warning("consumer %s has had no member id for %.0f s (client errors: %s): replacing it",
-                        c.name, now - since, getattr(c, "errors", [])[-5:])
+                        c.name, now - since, c.errors[-5:])
             self.consumers.remove(c)
             c.abandon()
             self._start(c.config, f"{c.name}-replaced")
